@@ -1,0 +1,72 @@
+"""Typed readers for the environment: every knob comes from here, each bad value named."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+class EnvError(Exception):
+    """A variable holds a value the server cannot start with; the message names it."""
+
+
+def env_str(name: str, default: str | None = None) -> str | None:
+    value = os.environ.get(name)
+    return default if value is None or value == "" else value
+
+
+def env_int(
+    name: str, default: int, *, minimum: int | None = None, maximum: int | None = None
+) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        raise EnvError(f"{name} must be an integer, got {raw!r}") from None
+    if minimum is not None and value < minimum or maximum is not None and value > maximum:
+        bounds = f"from {minimum} to {maximum}" if maximum is not None else f"at least {minimum}"
+        raise EnvError(f"{name} must be {bounds}, got {value}")
+    return value
+
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+def env_bool(name: str, default: bool = False) -> bool:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    lowered = raw.strip().lower()
+    if lowered in _TRUE:
+        return True
+    if lowered in _FALSE:
+        return False
+    raise EnvError(f"{name} must be one of 1/0, true/false, yes/no, on/off; got {raw!r}")
+
+
+def env_dir(name: str, default: Path) -> Path:
+    """A directory, created if missing; refused if it exists and is not a directory."""
+    raw = os.environ.get(name)
+    path = Path(raw).expanduser() if raw else default
+    if path.exists() and not path.is_dir():
+        raise EnvError(f"{name} must name a directory, and {str(path)!r} is not one")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise EnvError(f"{name}: cannot create {str(path)!r}: {exc.strerror}") from None
+    return path.resolve()
+
+
+def env_url(name: str, schemes: tuple[str, ...]) -> str | None:
+    raw = env_str(name)
+    if raw is None:
+        return None
+    scheme = raw.partition("://")[0].lower()
+    if "://" not in raw or scheme not in schemes:
+        raise EnvError(
+            f"{name} must be a URL starting with one of {', '.join(schemes)}; got {raw!r}"
+        )
+    return raw

@@ -1,0 +1,156 @@
+"""ahpd's one settings file: every knob is read from the environment by a typed helper.
+
+A bad value stops the server at start with a message naming the variable (see manage.py).
+"""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+
+import dj_database_url
+
+from .env import EnvError, env_bool, env_dir, env_int, env_str, env_url
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+# -- the host --------------------------------------------------------------------------------
+
+AHPD_HOST = env_str("AHPD_HOST", "127.0.0.1") or "127.0.0.1"
+AHPD_PORT = env_int("AHPD_PORT", 9187, minimum=0, maximum=65535)
+AHPD_DATA_DIR = env_dir("AHPD_DATA_DIR", BASE_DIR / "var")
+AHPD_CONNECTION_TOKEN = env_str("AHPD_CONNECTION_TOKEN")
+AHPD_CONNECTION_TOKEN_FILE = env_str("AHPD_CONNECTION_TOKEN_FILE")
+AHPD_WITHOUT_CONNECTION_TOKEN = env_bool("AHPD_WITHOUT_CONNECTION_TOKEN")
+if AHPD_CONNECTION_TOKEN and AHPD_CONNECTION_TOKEN_FILE:
+    raise EnvError("set AHPD_CONNECTION_TOKEN or AHPD_CONNECTION_TOKEN_FILE, not both")
+if AHPD_WITHOUT_CONNECTION_TOKEN and (AHPD_CONNECTION_TOKEN or AHPD_CONNECTION_TOKEN_FILE):
+    raise EnvError("AHPD_WITHOUT_CONNECTION_TOKEN=1 cannot be combined with a connection token")
+if AHPD_CONNECTION_TOKEN_FILE and not Path(AHPD_CONNECTION_TOKEN_FILE).expanduser().is_file():
+    raise EnvError(f"AHPD_CONNECTION_TOKEN_FILE names no file: {AHPD_CONNECTION_TOKEN_FILE!r}")
+#: Bytes a client that is not reading may fall behind (clientQueueBytes' default).
+AHPD_CLIENT_QUEUE_BYTES = env_int("AHPD_CLIENT_QUEUE_BYTES", 16 * 1024 * 1024, minimum=0)
+#: Bytes of recent envelopes held for reconnecting clients (replayBytes' default).
+AHPD_REPLAY_BYTES = env_int("AHPD_REPLAY_BYTES", 32 * 1024 * 1024, minimum=0)
+
+# -- Django ----------------------------------------------------------------------------------
+
+
+def _secret_key() -> str:
+    given = env_str("DJANGO_SECRET_KEY")
+    if given:
+        return given
+    path = AHPD_DATA_DIR / "secret-key"
+    if not path.exists():
+        path.write_text(secrets.token_urlsafe(50))
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+SECRET_KEY = _secret_key()
+DEBUG = env_bool("AHPD_DEBUG", False)
+ALLOWED_HOSTS = sorted(
+    {"127.0.0.1", "localhost", "[::1]", AHPD_HOST}
+    | {h.strip() for h in (env_str("AHPD_ALLOWED_HOSTS", "") or "").split(",") if h.strip()}
+)
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "channels",
+    "hosts",
+    "automations",
+    "usage",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "ahpsite.urls"
+ASGI_APPLICATION = "ahpsite.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASE_URL = env_url("DATABASE_URL", ("postgres", "postgresql", "sqlite"))
+if DATABASE_URL:
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
+else:
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": AHPD_DATA_DIR / "ahpd.sqlite3",
+            "OPTIONS": {"timeout": 20},
+        }
+    }
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+REDIS_URL = env_url("REDIS_URL", ("redis", "rediss", "unix"))
+if REDIS_URL:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {
+                # redis-py 8 times a blocking read out otherwise; the pool must be bounded.
+                "hosts": [{"address": REDIS_URL, "socket_timeout": None, "max_connections": 64}],
+                "capacity": 1000,
+            },
+        }
+    }
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+CELERY_BROKER_URL = REDIS_URL or "memory://"
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_ALWAYS_EAGER = not REDIS_URL
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = AHPD_DATA_DIR / "static"
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "loggers": {
+        "ahpd": {
+            "handlers": ["console"],
+            "level": env_str("AHPD_LOG_LEVEL", "INFO"),
+            "propagate": False,
+        },
+        "django": {"handlers": ["console"], "level": "WARNING"},
+        "daphne": {"handlers": ["console"], "level": "WARNING"},
+    },
+}

@@ -1,0 +1,111 @@
+"""The Channels consumer: a WebSocket in front of one engine connection, and nothing else."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from channels.consumer import AsyncConsumer
+from channels.exceptions import StopConsumer
+
+from . import door
+from .engine.connection import Connection
+from .protocol import jsonrpc
+from .protocol.errors import ErrorCode, ProtocolError
+from .runtime import get_host
+
+log = logging.getLogger("ahpd.socket")
+
+BINARY_REFUSAL = jsonrpc.error_frame(
+    None,
+    ProtocolError(
+        ErrorCode.INVALID_REQUEST,
+        "Invalid request: a binary frame; AHP is one JSON-RPC message per text frame",
+    ),
+)
+
+
+class AhpConsumer(AsyncConsumer):
+    # No channel layer per socket: within the process the engine writes to sockets directly,
+    # and a layer channel per connection would be a Redis reader per client.
+    channel_layer_alias = "ahpd-no-layer"
+
+    connection: Connection | None = None
+
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        # Replaces AsyncConsumer.dispatch, which runs close_old_connections in a thread before
+        # every frame; nothing on this path touches the ORM.
+        kind = message["type"]
+        if kind == "websocket.receive":
+            await self._receive(message)
+        elif kind == "websocket.connect":
+            await self._connect()
+        elif kind == "websocket.disconnect":
+            await self._disconnect()
+
+    async def _connect(self) -> None:
+        if self.scope.get("path", "/") not in ("", "/"):
+            await self.send({"type": "websocket.close"})
+            return
+        headers = {k.decode("latin1").lower(): v.decode("latin1") for k, v in self.scope["headers"]}
+        # The server in front normally refused a bad token at the upgrade with 401; this is
+        # the same check for a server that did not (plain daphne), which can only say 403.
+        if not door.admits(door.token_from(self.scope.get("query_string", b""), headers)):
+            await self.send({"type": "websocket.close"})
+            return
+        host = await get_host()
+        client = self.scope.get("client") or ("?", 0)
+        self.connection = host.connect(_SocketTransport(self), f"{client[0]}:{client[1]}")
+        await self.send({"type": "websocket.accept"})
+
+    async def _receive(self, message: dict[str, Any]) -> None:
+        if self.connection is None:
+            return
+        text = message.get("text")
+        if text is None:
+            # Refused, not fatal: the socket stays up and nobody else notices.
+            self.connection.enqueue(BINARY_REFUSAL)
+            return
+        await self.connection.receive_text(text)
+
+    async def _disconnect(self) -> None:
+        if self.connection is not None:
+            self.connection.host.disconnect(self.connection)
+            self.connection = None
+        raise StopConsumer()
+
+
+class _SocketTransport:
+    """The engine's Transport over this consumer's ASGI send."""
+
+    __slots__ = ("_consumer", "_wire")
+
+    def __init__(self, consumer: AhpConsumer) -> None:
+        self._consumer = consumer
+        self._wire = _twisted_transport(consumer.base_send)
+
+    async def send(self, text: str) -> None:
+        await self._consumer.base_send({"type": "websocket.send", "text": text})
+
+    async def close(self, code: int, reason: str) -> None:
+        await self._consumer.base_send({"type": "websocket.close", "code": code, "reason": reason})
+
+    def buffered(self) -> int | None:
+        wire = self._wire
+        if wire is None:
+            return None
+        try:
+            return len(wire.dataBuffer) - wire.offset + wire._tempDataLen
+        except AttributeError:
+            return None
+
+
+def _twisted_transport(send: Any) -> Any:
+    """Under daphne, the Twisted TCP transport behind an ASGI send, to read what it holds.
+
+    ASGI has no way to ask a server how much it holds unsent for a socket; daphne's send is
+    a partial over its protocol, whose transport keeps the queue. None elsewhere.
+    """
+    protocol = next(iter(getattr(send, "args", ())), None)
+    transport = getattr(protocol, "transport", None)
+    return transport if hasattr(transport, "_tempDataLen") else None

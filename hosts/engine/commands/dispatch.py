@@ -1,0 +1,98 @@
+"""dispatchAction: the pipeline a client's action goes through before anybody sees it.
+
+Known type, and one a client may send -> a target this host knows -> the action's own checks ->
+sequenced, reduced, ringed, delivered to every watcher with the sender's origin. A refusal is an
+envelope too: the next serverSeq, a rejectionReason, and no state change.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ...protocol.actions import action_spec
+from ...protocol.errors import invalid_params
+from ...protocol.uris import canonical
+from .. import root_config
+from ..channel import Channel
+from .params import required_int, required_str
+
+if TYPE_CHECKING:
+    from ..connection import Connection
+    from ..host import Host
+
+#: Actions VS Code's host refuses in its own words whatever they name.
+UNSUPPORTED = frozenset({"chat/workingDirectorySet", "chat/workingDirectoryRemoved"})
+#: A session's read or archive toggle naming a session nobody has is dropped without a word.
+DROPPED_FOR_UNKNOWN_SESSION = frozenset({"session/isReadChanged", "session/isArchivedChanged"})
+
+
+async def dispatch_action(host: Host, conn: Connection, params: dict[str, Any]) -> None:
+    uri = required_str(params, "dispatchAction", "channel")
+    client_seq = required_int(params, "dispatchAction", "clientSeq")
+    action = params.get("action")
+    if not isinstance(action, dict) or not isinstance(action.get("type"), str):
+        raise invalid_params("dispatchAction: action must be an object with a string type")
+    assert conn.client_id is not None
+    origin = {"clientId": conn.client_id, "clientSeq": client_seq}
+    action_type: str = action["type"]
+    target = host.find_channel(uri)
+
+    def refuse(reason: str) -> None:
+        channel = target or Channel(canonical(uri), "unknown", None)
+        host.emit(channel, action, origin=origin, sender=conn, rejection=reason)
+
+    spec = action_spec(action_type)
+    if spec is None or not spec.client_dispatchable:
+        return refuse(f"Server-only action: {action_type}")
+    if action_type in UNSUPPORTED:
+        return refuse(f"Unsupported action: {action_type}")
+    if target is None:
+        return _unknown_target(host, conn, uri, action, origin, refuse)
+    if target.kind != spec.channel_kind:
+        return refuse(f"{action_type} is not an action of {target.uri}")
+    reason = _check(host, target, action)
+    if reason is not None:
+        return refuse(reason)
+    if action_type == "root/configChanged":
+        return host.change_root_config(action, origin=origin, sender=conn)
+    host.emit(target, action, origin=origin, sender=conn)
+    return None
+
+
+def _unknown_target(
+    host: Host,
+    conn: Connection,
+    uri: str,
+    action: dict[str, Any],
+    origin: dict[str, Any],
+    refuse: Any,
+) -> None:
+    """An action on a target nothing here knows, answered as VS Code's host answers it."""
+    action_type: str = action["type"]
+    spec = action_spec(action_type)
+    assert spec is not None
+    if spec.channel_kind == "session":
+        if action_type in DROPPED_FOR_UNKNOWN_SESSION:
+            return None
+        if action_type in ("session/activeClientSet", "session/activeClientRemoved"):
+            return refuse(f"No agent for session: {uri}")
+        return refuse(f"Session not found: {uri}")
+    if spec.channel_kind == "chat":
+        if action_type == "chat/isReadChanged":
+            return refuse("Only a known chat can change its read state.")
+        if action_type == "chat/isArchivedChanged":
+            return refuse("Only a known independently manageable non-default chat can be archived.")
+        # Said back on the channel the client named, with its origin; nothing is kept, reduced
+        # or run for it.
+        host.emit(
+            Channel(uri, "chat", None), action, origin=origin, sender=conn, reduce_state=False
+        )
+        return None
+    return refuse(f"Resource not found: {uri}")
+
+
+def _check(host: Host, channel: Channel, action: dict[str, Any]) -> str | None:
+    """The action's own checks; why it cannot be taken, or None."""
+    if action["type"] == "root/configChanged":
+        return root_config.check_push(action.get("config"), action.get("replace"))
+    return None

@@ -1,0 +1,101 @@
+"""initialize, ping and reconnect: how a connection starts, and how a dropped one resumes."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from ...protocol.errors import ErrorCode, ProtocolError, invalid_params
+from ...protocol.versions import SUPPORTED_VERSIONS, VersionFormatError, negotiate
+from .params import optional_str_list, required_int, required_str, required_str_list
+
+if TYPE_CHECKING:
+    from ..connection import Connection
+    from ..host import Host
+
+
+async def ping(host: Host, conn: Connection, params: dict[str, Any]) -> None:
+    return None
+
+
+async def initialize(host: Host, conn: Connection, params: dict[str, Any]) -> dict[str, Any]:
+    if conn.ready:
+        raise ProtocolError(ErrorCode.INVALID_REQUEST, "initialize: this connection is initialized")
+    offered = params.get("protocolVersions")
+    if not isinstance(offered, list) or not offered:
+        raise invalid_params("initialize: protocolVersions must be a non-empty list of versions")
+    try:
+        chosen = negotiate(offered)
+    except VersionFormatError as exc:
+        raise invalid_params(f"initialize: {exc}") from None
+    client_id = required_str(params, "initialize", "clientId")
+    subscriptions = optional_str_list(params, "initialize", "initialSubscriptions")
+    if chosen is None:
+        raise ProtocolError(
+            ErrorCode.UNSUPPORTED_PROTOCOL_VERSION,
+            f"None of the offered protocol versions is supported: {', '.join(map(str, offered))}",
+            {"supportedVersions": list(SUPPORTED_VERSIONS)},
+        )
+    conn.client_id = client_id
+    conn.version_text, conn.version = chosen
+    host.remember_client(conn)
+    snapshots = []
+    for uri in subscriptions:
+        channel = host.find_channel(uri)
+        if channel is None:
+            continue
+        host.subscribe(conn, channel)
+        snapshots.append(channel.snapshot(host.server_seq))
+    return {
+        "protocolVersion": conn.version_text,
+        "serverSeq": host.server_seq,
+        "snapshots": snapshots,
+        "serverInfo": {"name": host.settings.server_name, "version": host.settings.server_version},
+    }
+
+
+async def reconnect(host: Host, conn: Connection, params: dict[str, Any]) -> dict[str, Any]:
+    client_id = required_str(params, "reconnect", "clientId")
+    last_seen = required_int(params, "reconnect", "lastSeenServerSeq")
+    subscriptions = required_str_list(params, "reconnect", "subscriptions")
+    if conn.ready and conn.client_id != client_id:
+        raise invalid_params(f"reconnect: this connection is client {conn.client_id}")
+    record = host.clients.get(client_id)
+    if record is None:
+        raise ProtocolError(ErrorCode.NOT_FOUND, f"Reconnect client not found: {client_id}")
+    # The connection is held to the version the client agreed at initialize.
+    if not conn.ready:
+        conn.client_id = client_id
+        conn.version_text, conn.version = record.version_text, record.version
+        host.remember_client(conn)
+    found, missing = [], []
+    for uri in subscriptions:
+        channel = host.find_channel(uri)
+        if channel is None:
+            missing.append(uri)
+        else:
+            found.append(channel)
+    if host.ring.covers(last_seen, host.server_seq):
+        watched = {channel.uri for channel in found}
+        version = conn.version
+        assert version is not None
+        actions = [
+            orjson.Fragment(entry.envelope)
+            for entry in host.ring.since(last_seen)
+            if (
+                entry.channel in watched
+                and entry.introduced_in is not None
+                and entry.introduced_in <= version
+            )
+            or entry.sender == client_id
+        ]
+        result: dict[str, Any] = {"type": "replay", "actions": actions, "missing": missing}
+    else:
+        result = {
+            "type": "snapshot",
+            "snapshots": [channel.snapshot(host.server_seq) for channel in found],
+        }
+    for channel in found:
+        host.subscribe(conn, channel)
+    return result

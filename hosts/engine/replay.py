@@ -1,0 +1,69 @@
+"""The replay ring: the newest envelopes, bounded by count and by bytes."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from ..protocol.versions import Version
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    server_seq: int
+    channel: str
+    #: The envelope as JSON text: the `params` of the `action` notification.
+    envelope: str
+    #: The frame's length, the weight the byte bound counts.
+    size: int
+    introduced_in: Version | None
+    #: The client whose dispatch this answers, told even when it watches no such channel.
+    sender: str | None
+
+
+class ReplayRing:
+    """Holds the last `max_count` envelopes, or fewer when they pass `max_bytes()` together.
+
+    `max_bytes` is read at every append, so a pushed `replayBytes` takes effect on the next one.
+    0 means no byte bound. The newest envelope is kept whatever it weighs.
+    """
+
+    def __init__(self, max_count: int, max_bytes: Callable[[], int]) -> None:
+        self._entries: deque[Entry] = deque()
+        self._bytes = 0
+        self._max_count = max_count
+        self._max_bytes = max_bytes
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @property
+    def bytes(self) -> int:
+        return self._bytes
+
+    @property
+    def oldest_seq(self) -> int | None:
+        return self._entries[0].server_seq if self._entries else None
+
+    def append(self, entry: Entry) -> None:
+        self._entries.append(entry)
+        self._bytes += entry.size
+        limit = self._max_bytes()
+        while len(self._entries) > 1 and (
+            len(self._entries) > self._max_count or (limit and self._bytes > limit)
+        ):
+            self._bytes -= self._entries.popleft().size
+
+    def covers(self, last_seen: int, current: int) -> bool:
+        """Whether every envelope after `last_seen` is still held."""
+        oldest = self.oldest_seq
+        return oldest is None or last_seen >= current or last_seen >= oldest - 1
+
+    def since(self, last_seen: int) -> Iterator[Entry]:
+        """Envelopes with serverSeq greater than `last_seen`, oldest first."""
+        if not self._entries or last_seen >= self._entries[-1].server_seq:
+            return iter(())
+        # Entries are contiguous in serverSeq, so the start index is arithmetic.
+        start = max(0, last_seen + 1 - self._entries[0].server_seq)
+        return (self._entries[i] for i in range(start, len(self._entries)))

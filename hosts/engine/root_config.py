@@ -1,0 +1,63 @@
+"""Root config: the keys this host declares, their defaults, and the checks a push must pass."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+MIB = 1024 * 1024
+
+CLIENT_QUEUE_BYTES = "clientQueueBytes"
+REPLAY_BYTES = "replayBytes"
+
+#: The least a byte bound may be pushed down to; 0 means no bound at all.
+BYTE_BOUND_FLOOR = MIB
+
+
+def schema(*, client_queue_bytes: int, replay_bytes: int) -> dict[str, Any]:
+    """The ConfigSchema a client draws its controls from. Every key here changes something."""
+    return {
+        "type": "object",
+        "properties": {
+            CLIENT_QUEUE_BYTES: {
+                "type": "integer",
+                "title": "Client queue bytes",
+                "description": (
+                    "How many bytes a client that is not reading may fall behind before it is "
+                    "closed and left to reconnect. 0 sets no limit; otherwise at least 1 MiB."
+                ),
+                "default": client_queue_bytes,
+            },
+            REPLAY_BYTES: {
+                "type": "integer",
+                "title": "Replay buffer bytes",
+                "description": (
+                    "How many bytes of recent actions are held for clients that reconnect, "
+                    "beside the count of 1000. 0 sets no byte limit; otherwise at least 1 MiB."
+                ),
+                "default": replay_bytes,
+            },
+        },
+    }
+
+
+def defaults(config_schema: Mapping[str, Any]) -> dict[str, Any]:
+    """The values a key holds where nothing set it."""
+    return {key: prop["default"] for key, prop in config_schema["properties"].items()}
+
+
+def check_push(config: Any, replace: Any) -> str | None:
+    """Why a root/configChanged push cannot be taken, or None when it can."""
+    if not isinstance(config, dict):
+        return "root/configChanged: config must be an object"
+    if replace is not None and not isinstance(replace, bool):
+        return "root/configChanged: replace must be a boolean"
+    for key in (CLIENT_QUEUE_BYTES, REPLAY_BYTES):
+        if key not in config:
+            continue
+        value = config[key]
+        if isinstance(value, bool) or not isinstance(value, int):
+            return f"{key} must be an integer number of bytes"
+        if value != 0 and value < BYTE_BOUND_FLOOR:
+            return f"{key} must be 0 (no limit) or at least {BYTE_BOUND_FLOOR} bytes"
+    return None

@@ -1,0 +1,85 @@
+"""JSON-RPC 2.0 framing: one message per text frame, parsed strictly, answered with orjson."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from .errors import ErrorCode, ProtocolError
+
+RequestId = int | str | None
+
+
+@dataclass(slots=True)
+class Incoming:
+    """A parsed request (has_id) or notification from a client."""
+
+    id: RequestId
+    has_id: bool
+    method: str
+    params: dict[str, Any]
+
+
+class FrameError(ProtocolError):
+    """A frame that cannot be taken; answered with the id it carried, when it carried one."""
+
+    def __init__(self, code: ErrorCode, message: str, request_id: RequestId = None) -> None:
+        super().__init__(code, message)
+        self.request_id = request_id
+
+
+def parse(text: str | bytes) -> Incoming | None:
+    """Parse one client frame.
+
+    Returns None for a JSON-RPC response (a client answering a server request), which carries
+    nothing to dispatch. Raises FrameError naming what is wrong otherwise.
+    """
+    try:
+        message = orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        raise FrameError(ErrorCode.PARSE_ERROR, f"Parse error: {exc}") from None
+    if not isinstance(message, dict):
+        raise FrameError(ErrorCode.INVALID_REQUEST, "Invalid request: a message must be an object")
+    request_id = message.get("id")
+    if isinstance(request_id, bool) or not (
+        request_id is None or isinstance(request_id, int | str)
+    ):
+        raise FrameError(
+            ErrorCode.INVALID_REQUEST, "Invalid request: id must be a number or a string"
+        )
+    if message.get("jsonrpc") != "2.0":
+        raise FrameError(
+            ErrorCode.INVALID_REQUEST, 'Invalid request: jsonrpc must be "2.0"', request_id
+        )
+    if "method" not in message and ("result" in message or "error" in message):
+        return None
+    method = message.get("method")
+    if not isinstance(method, str) or not method:
+        raise FrameError(
+            ErrorCode.INVALID_REQUEST, "Invalid request: method must be a string", request_id
+        )
+    params = message.get("params", {})
+    if not isinstance(params, dict):
+        raise FrameError(
+            ErrorCode.INVALID_PARAMS, "Invalid params: params must be an object", request_id
+        )
+    return Incoming(request_id, "id" in message, method, params)
+
+
+def dumps(value: Any) -> str:
+    """Serialize once, to the text a frame carries."""
+    return orjson.dumps(value).decode()
+
+
+def result_frame(request_id: RequestId, result: Any) -> str:
+    return dumps({"jsonrpc": "2.0", "id": request_id, "result": result})
+
+
+def error_frame(request_id: RequestId, error: ProtocolError) -> str:
+    return dumps({"jsonrpc": "2.0", "id": request_id, "error": error.to_json()})
+
+
+def notification_frame(method: str, params: Any) -> str:
+    return dumps({"jsonrpc": "2.0", "method": method, "params": params})

@@ -1,0 +1,78 @@
+"""The process's one engine: made on first use, started inside the serving event loop.
+
+Other processes (a Celery task, a management command) reach it through the channel layer, on
+the named channel ENGINE_CHANNEL, never by touching sockets.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from channels.layers import get_channel_layer
+from django.conf import settings
+
+from .engine.host import Host, HostSettings
+from .store import DjangoStore
+
+log = logging.getLogger("ahpd.runtime")
+
+ENGINE_CHANNEL = "ahpd.engine"
+
+_host: Host | None = None
+_inbox: asyncio.Task[None] | None = None
+
+
+def host_settings() -> HostSettings:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        server_version = version("ahpd")
+    except PackageNotFoundError:
+        server_version = "0.1.0"
+    return HostSettings(
+        server_version=server_version,
+        client_queue_bytes=settings.AHPD_CLIENT_QUEUE_BYTES,
+        replay_bytes=settings.AHPD_REPLAY_BYTES,
+    )
+
+
+async def get_host() -> Host:
+    """The started engine of this process."""
+    global _host, _inbox
+    if _host is None:
+        _host = Host(DjangoStore(), host_settings())
+    await _host.start()
+    if _inbox is None:
+        _inbox = asyncio.get_running_loop().create_task(_read_inbox(_host), name="ahpd-inbox")
+    return _host
+
+
+async def _read_inbox(host: Host) -> None:
+    """Host actions other processes ask this engine to say, one at a time, in order."""
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    while True:
+        try:
+            message = await layer.receive(ENGINE_CHANNEL)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("reading %s failed; retrying", ENGINE_CHANNEL)
+            await asyncio.sleep(1)
+            continue
+        try:
+            _apply(host, message)
+        except Exception:
+            log.exception("engine message %r failed", message.get("type"))
+
+
+def _apply(host: Host, message: dict[str, Any]) -> None:
+    if message.get("type") != "host.action":
+        log.warning("engine message of unknown type %r ignored", message.get("type"))
+        return
+    reason = host.say_host_action(message.get("channel"), message.get("action"))
+    if reason is not None:
+        log.warning("host action refused: %s", reason)

@@ -1,0 +1,65 @@
+"""Serving the host with daphne: the door at the upgrade, and the listening socket.
+
+Daphne can only refuse a WebSocket upgrade with 403 (ASGI's denial-response extension is not
+implemented there), and a client told 403 cannot tell a missing token from a forbidden path.
+So the token is checked where the handshake is read, and refused 401 with a bearer challenge.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+# daphne.server installs Twisted's asyncio reactor on import; it must come before anything
+# imports twisted.internet.reactor.
+from daphne.server import Server  # isort: skip
+from autobahn.twisted.websocket import ConnectionDeny
+from daphne.ws_protocol import WebSocketFactory, WebSocketProtocol
+
+from . import door
+
+log = logging.getLogger("ahpd.door")
+
+
+class DoorWebSocketProtocol(WebSocketProtocol):
+    """daphne's WebSocket protocol with the connection token checked at the upgrade."""
+
+    def onConnect(self, request: Any) -> Any:
+        if request.path not in ("", "/"):
+            raise ConnectionDeny(404, "Not Found")
+        token = door.token_from_query(request.params, request.headers)
+        if not door.admits(token):
+            self._challenge = door.challenge(token)
+            log.info(
+                "refused a connection from %s: %s token",
+                request.peer,
+                "no" if token is None else "wrong",
+            )
+            raise ConnectionDeny(401, "Unauthorized")
+        return super().onConnect(request)
+
+    def failHandshake(self, reason: str, code: int = 400, responseHeaders: Any = None) -> None:
+        headers = list(responseHeaders or [])
+        if code == 401:
+            headers.append(
+                ("WWW-Authenticate", getattr(self, "_challenge", door.CHALLENGE_MISSING))
+            )
+        headers.append(("Access-Control-Allow-Origin", "*"))
+        headers.append(("Content-Length", "0"))
+        super().failHandshake(reason, code, headers)
+
+
+def build_server(application: Any, host: str, port: int, ready: Callable[[Server], None]) -> Server:
+    WebSocketFactory.protocol = DoorWebSocketProtocol
+    interface = host.strip("[]").replace(":", r"\:")
+    server: Server
+    server = Server(
+        application=application,
+        endpoints=[f"tcp:port={port}:interface={interface}"],
+        signal_handlers=True,
+        verbosity=1,
+        websocket_handshake_timeout=10,
+        ready_callable=lambda: ready(server),
+    )
+    return server
