@@ -1,0 +1,155 @@
+"""Start the real server (`manage.py serve`) on a free port, in the configuration under test.
+
+The configuration follows the test process's environment: with DATABASE_URL and REDIS_URL set
+(as `.ci/run` sets them for its second pass) each server gets a database of its own on that
+PostgreSQL and a channel-layer prefix of its own on that Redis; without them, the embedded
+default (SQLite in a fresh data directory, the in-memory layer).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+REPO = Path(__file__).resolve().parents[2]
+URL_LINE = re.compile(r"serving AHP on (ws://\S+)")
+TOKEN = "test-connection-token"
+
+
+def configuration() -> str:
+    return "postgres+redis" if os.environ.get("DATABASE_URL") else "embedded"
+
+
+def _fresh_database(base_url: str) -> tuple[str, str]:
+    """Create an empty database beside the one DATABASE_URL names; its URL and name."""
+    import psycopg
+
+    name = f"ahpd_e2e_{secrets.token_hex(4)}"
+    with psycopg.connect(base_url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    parts = urlsplit(base_url)
+    return urlunsplit(parts._replace(path="/" + name)), name
+
+
+def _drop_database(base_url: str, name: str) -> None:
+    import psycopg
+
+    with psycopg.connect(base_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@dataclass
+class ServerProcess:
+    """One `manage.py serve`, restartable over the same data (directory or database)."""
+
+    env_extra: dict[str, str] = field(default_factory=dict)
+    token: str | None = TOKEN
+    data_dir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="ahpd-e2e-")))
+    url: str = ""
+    output: deque[str] = field(default_factory=lambda: deque(maxlen=2000))
+    _proc: subprocess.Popen[str] | None = None
+    _database: tuple[str, str] | None = None
+    _prefix: str = field(default_factory=lambda: f"ahpd-e2e-{secrets.token_hex(4)}")
+
+    def env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("AHPD_", "PYTEST"))}
+        env.update(
+            {
+                "AHPD_PORT": "0",
+                "AHPD_HOST": "127.0.0.1",
+                "AHPD_DATA_DIR": str(self.data_dir),
+                "PYTHONUNBUFFERED": "1",
+                "AHPD_REDIS_PREFIX": self._prefix,
+            }
+        )
+        env.pop("DJANGO_SETTINGS_MODULE", None)
+        if self.token is not None:
+            env["AHPD_CONNECTION_TOKEN"] = self.token
+        base = os.environ.get("DATABASE_URL")
+        if base:
+            if self._database is None:
+                self._database = _fresh_database(base)
+            env["DATABASE_URL"] = self._database[0]
+        env.update(self.env_extra)
+        return env
+
+    @property
+    def port(self) -> int:
+        return int(urlsplit(self.url).port or 0)
+
+    @property
+    def base(self) -> str:
+        """The ws:// URL without the token."""
+        return self.url.split("?", 1)[0]
+
+    def start(self, timeout: float = 60.0) -> ServerProcess:
+        env = self.env()
+        subprocess.run(
+            [sys.executable, "manage.py", "migrate", "-v0"], cwd=REPO, env=env, check=True
+        )
+        self._proc = subprocess.Popen(
+            [sys.executable, "manage.py", "serve"],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        found = threading.Event()
+
+        def pump() -> None:
+            assert self._proc is not None and self._proc.stdout is not None
+            for line in self._proc.stdout:
+                self.output.append(line.rstrip("\n"))
+                match = URL_LINE.search(line)
+                if match and not found.is_set():
+                    self.url = match.group(1)
+                    found.set()
+            found.set()
+
+        threading.Thread(target=pump, daemon=True).start()
+        deadline = time.monotonic() + timeout
+        while not found.wait(0.05):
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError("server did not start:\n" + "\n".join(self.output))
+        if not self.url:
+            raise RuntimeError("server exited:\n" + "\n".join(self.output))
+        return self
+
+    def stop(self) -> None:
+        if self._proc is None:
+            return
+        self._proc.terminate()
+        try:
+            self._proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait(5)
+        self._proc = None
+
+    def restart(self) -> ServerProcess:
+        self.stop()
+        return self.start()
+
+    def close(self) -> None:
+        """Stop and remove everything this server kept."""
+        self.stop()
+        if self._database is not None:
+            _drop_database(os.environ["DATABASE_URL"], self._database[1])
+            self._database = None
+        shutil.rmtree(self.data_dir, ignore_errors=True)
+
+    def log_text(self) -> str:
+        return "\n".join(self.output)
