@@ -117,6 +117,8 @@ if REDIS_URL:
                 # redis-py 8 times a blocking read out otherwise; the pool must be bounded.
                 "hosts": [{"address": REDIS_URL, "socket_timeout": None, "max_connections": 64}],
                 "capacity": 1000,
+                # Two deployments on one Redis keep apart by prefix (the tests run many).
+                "prefix": env_str("AHPD_REDIS_PREFIX", "ahpd"),
             },
         }
     }

@@ -78,17 +78,26 @@ class AhpConsumer(AsyncConsumer):
 class _SocketTransport:
     """The engine's Transport over this consumer's ASGI send."""
 
-    __slots__ = ("_consumer", "_wire")
+    __slots__ = ("_consumer", "_protocol", "_wire")
 
     def __init__(self, consumer: AhpConsumer) -> None:
         self._consumer = consumer
-        self._wire = _twisted_transport(consumer.base_send)
+        self._protocol = _daphne_protocol(consumer.base_send)
+        transport = getattr(self._protocol, "transport", None)
+        self._wire = transport if hasattr(transport, "_tempDataLen") else None
 
     async def send(self, text: str) -> None:
         await self._consumer.base_send({"type": "websocket.send", "text": text})
 
     async def close(self, code: int, reason: str) -> None:
         await self._consumer.base_send({"type": "websocket.close", "code": code, "reason": reason})
+
+    async def abort(self) -> None:
+        drop = getattr(self._protocol, "dropConnection", None)
+        if drop is not None:
+            drop(abort=True)
+        else:
+            await self.close(1013, "too far behind; reconnect")
 
     def buffered(self) -> int | None:
         wire = self._wire
@@ -100,12 +109,10 @@ class _SocketTransport:
             return None
 
 
-def _twisted_transport(send: Any) -> Any:
-    """Under daphne, the Twisted TCP transport behind an ASGI send, to read what it holds.
+def _daphne_protocol(send: Any) -> Any:
+    """Under daphne, the Twisted protocol behind an ASGI send, or None under another server.
 
-    ASGI has no way to ask a server how much it holds unsent for a socket; daphne's send is
-    a partial over its protocol, whose transport keeps the queue. None elsewhere.
+    ASGI has no way to ask a server how much it holds unsent for a socket, or to drop one
+    without a closing handshake; daphne's send is a partial over its protocol, which can.
     """
-    protocol = next(iter(getattr(send, "args", ())), None)
-    transport = getattr(protocol, "transport", None)
-    return transport if hasattr(transport, "_tempDataLen") else None
+    return next(iter(getattr(send, "args", ())), None)

@@ -49,6 +49,16 @@ async def get_host() -> Host:
     return _host
 
 
+async def shutdown() -> None:
+    """Write what the engine owes the store; called as the server stops."""
+    global _inbox
+    if _inbox is not None:
+        _inbox.cancel()
+        _inbox = None
+    if _host is not None:
+        await _host.stop()
+
+
 async def _read_inbox(host: Host) -> None:
     """Host actions other processes ask this engine to say, one at a time, in order."""
     layer = get_channel_layer()

@@ -16,9 +16,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("ahpd.engine")
 
-#: WebSocket close code for a client closed for not reading ("try again later").
-CLOSE_TOO_FAR_BEHIND = 1013
-
 
 class Connection:
     """Frames in through `receive_text`; frames out, in order, through the host's flusher."""
@@ -63,7 +60,8 @@ class Connection:
         limit = self.host.client_queue_bytes()
         if limit:
             behind = self.outbox_bytes + (self.transport.buffered() or 0)
-            if behind + len(text) > limit:
+            # A client that has taken everything is never behind, whatever one frame weighs.
+            if behind and behind + len(text) > limit:
                 self.host.drop_slow(self, behind)
                 return
         self.outbox.append(text)

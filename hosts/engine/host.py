@@ -26,7 +26,7 @@ from ..protocol.versions import Version
 from . import root_config
 from .channel import Channel
 from .clock import now_ms
-from .connection import CLOSE_TOO_FAR_BEHIND, Connection
+from .connection import Connection
 from .ports import Store, Transport
 from .replay import Entry, ReplayRing
 from .writebehind import WriteBehind
@@ -183,9 +183,9 @@ class Host:
         )
         transport = conn.transport
         self.disconnect(conn)
-        asyncio.get_running_loop().create_task(
-            transport.close(CLOSE_TOO_FAR_BEHIND, "client too far behind; reconnect")
-        )
+        # Aborted rather than closed: a close frame would wait behind everything the client
+        # has not read, and the point is to stop holding that.
+        asyncio.get_running_loop().create_task(transport.abort())
 
     # -- delivery -------------------------------------------------------------------------
 
@@ -244,7 +244,8 @@ class Host:
                 seq, channel.uri, envelope_text, len(frame), introduced, sender and sender.client_id
             )
         )
-        for conn in channel.subscribers:
+        # A copy: a client found too far behind is dropped, and leaves the set, mid-loop.
+        for conn in tuple(channel.subscribers):
             if conn is sender or (
                 introduced is not None and conn.version is not None and introduced <= conn.version
             ):
@@ -256,7 +257,7 @@ class Host:
     def notify(self, channel: Channel, method: str, params: dict[str, Any]) -> None:
         """A protocol notification: to the channel's watchers now, never ringed or replayed."""
         frame = jsonrpc.notification_frame(method, params)
-        for conn in channel.subscribers:
+        for conn in tuple(channel.subscribers):
             conn.enqueue(frame)
 
     def say_host_action(self, uri: Any, action: Any) -> str | None:

@@ -37,6 +37,10 @@ class Transport(Protocol):
 
     async def close(self, code: int, reason: str) -> None: ...
 
+    async def abort(self) -> None:
+        """Drop the socket at once, discarding whatever it still holds unsent."""
+        ...
+
     def buffered(self) -> int | None:
         """Bytes written to this socket and not yet taken by the kernel, or None if unknown."""
         ...

@@ -20,7 +20,7 @@ def schema(*, client_queue_bytes: int, replay_bytes: int) -> dict[str, Any]:
         "type": "object",
         "properties": {
             CLIENT_QUEUE_BYTES: {
-                "type": "integer",
+                "type": "number",
                 "title": "Client queue bytes",
                 "description": (
                     "How many bytes a client that is not reading may fall behind before it is "
@@ -29,7 +29,7 @@ def schema(*, client_queue_bytes: int, replay_bytes: int) -> dict[str, Any]:
                 "default": client_queue_bytes,
             },
             REPLAY_BYTES: {
-                "type": "integer",
+                "type": "number",
                 "title": "Replay buffer bytes",
                 "description": (
                     "How many bytes of recent actions are held for clients that reconnect, "

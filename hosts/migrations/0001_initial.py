@@ -4,23 +4,26 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
-    dependencies = [
-    ]
+    dependencies = []
 
     operations = [
         migrations.CreateModel(
-            name='RootConfig',
+            name="RootConfig",
             fields=[
-                ('key', models.CharField(default='root', max_length=64, primary_key=True, serialize=False)),
-                ('values', models.JSONField(default=dict)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
+                (
+                    "key",
+                    models.CharField(
+                        default="root", max_length=64, primary_key=True, serialize=False
+                    ),
+                ),
+                ("values", models.JSONField(default=dict)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
             ],
             options={
-                'verbose_name': 'root config',
-                'verbose_name_plural': 'root config',
+                "verbose_name": "root config",
+                "verbose_name_plural": "root config",
             },
         ),
     ]

@@ -11,8 +11,17 @@ from ...protocol.versions import SUPPORTED_VERSIONS, VersionFormatError, negotia
 from .params import optional_str_list, required_int, required_str, required_str_list
 
 if TYPE_CHECKING:
+    from ..channel import Channel
     from ..connection import Connection
     from ..host import Host
+
+
+#: Below this a replay is never weighed against the snapshots.
+REPLAY_ALWAYS_BYTES = 64 * 1024
+
+
+def _snapshot_bytes(host: Host, channels: list[Channel]) -> int:
+    return sum(len(orjson.dumps(channel.state)) for channel in channels)
 
 
 async def ping(host: Host, conn: Connection, params: dict[str, Any]) -> None:
@@ -76,12 +85,13 @@ async def reconnect(host: Host, conn: Connection, params: dict[str, Any]) -> dic
             missing.append(uri)
         else:
             found.append(channel)
+    result: dict[str, Any] | None = None
     if host.ring.covers(last_seen, host.server_seq):
         watched = {channel.uri for channel in found}
         version = conn.version
         assert version is not None
-        actions = [
-            orjson.Fragment(entry.envelope)
+        entries = [
+            entry
             for entry in host.ring.since(last_seen)
             if (
                 entry.channel in watched
@@ -90,8 +100,16 @@ async def reconnect(host: Host, conn: Connection, params: dict[str, Any]) -> dic
             )
             or entry.sender == client_id
         ]
-        result: dict[str, Any] = {"type": "replay", "actions": actions, "missing": missing}
-    else:
+        replay_bytes = sum(entry.size for entry in entries)
+        # A replay heavier than the snapshots it stands for is answered with the snapshots: a
+        # client that fell behind should not be handed more than the state it is missing.
+        if replay_bytes <= REPLAY_ALWAYS_BYTES or replay_bytes <= _snapshot_bytes(host, found):
+            result = {
+                "type": "replay",
+                "actions": [orjson.Fragment(entry.envelope) for entry in entries],
+                "missing": missing,
+            }
+    if result is None:
         result = {
             "type": "snapshot",
             "snapshots": [channel.snapshot(host.server_seq) for channel in found],

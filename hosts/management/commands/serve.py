@@ -25,15 +25,20 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from None
 
         from ahpsite.asgi import application
-        from hosts.runtime import get_host
+        from hosts.runtime import get_host, shutdown
 
         host, port = settings.AHPD_HOST, settings.AHPD_PORT
 
         def ready(server: Any) -> None:
             from twisted.internet import reactor
+            from twisted.internet.defer import Deferred
 
-            # Open the engine as the loop starts, so root config is read before anyone asks.
+            # Open the engine as the loop starts, so root config is read before anyone asks,
+            # and let it write what it owes before the reactor stops.
             reactor.callWhenRunning(lambda: asyncio.ensure_future(get_host()))
+            reactor.addSystemEventTrigger(
+                "before", "shutdown", lambda: Deferred.fromFuture(asyncio.ensure_future(shutdown()))
+            )
             if not server.listening_addresses:
                 return
             bound_host, bound_port = server.listening_addresses[0][:2]

@@ -1,0 +1,27 @@
+"""Plain HTTP on the WebSocket's path: 426 for a request the door would admit, 401 otherwise."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+
+from . import door
+
+
+def websocket_door(request: HttpRequest) -> HttpResponse:
+    headers = {k.lower(): v for k, v in request.headers.items()}
+    token = door.token_from(request.META.get("QUERY_STRING", ""), headers)
+    if door.admits(token):
+        response = HttpResponse(
+            "This is an Agent Host Protocol endpoint: connect with a WebSocket.\n",
+            status=426,
+            content_type="text/plain",
+        )
+        response["Upgrade"] = "websocket"
+        response["Connection"] = "Upgrade"
+    else:
+        response = HttpResponse(
+            "A connection token is required.\n", status=401, content_type="text/plain"
+        )
+        response["WWW-Authenticate"] = door.challenge(token)
+    response["Access-Control-Allow-Origin"] = "*"
+    return response
