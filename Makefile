@@ -1,0 +1,32 @@
+# The README's two commands: `make run` and `make test`.
+PYTHON ?= $(shell command -v python3.11 2>/dev/null || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+
+.PHONY: run test check bench install migrate
+
+$(VENV)/installed: requirements.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.txt
+	touch $@
+
+install: $(VENV)/installed
+
+migrate: install
+	$(PY) manage.py migrate --verbosity 0
+
+run: migrate
+	@echo "ahpd: to sign in to the admin later: $(PY) manage.py createsuperuser"
+	$(PY) manage.py serve
+
+test: migrate
+	$(PY) -m pytest -q
+
+check: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+
+bench: install
+	$(PY) bench/fanout.py
