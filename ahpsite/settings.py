@@ -103,7 +103,11 @@ else:
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": AHPD_DATA_DIR / "ahpd.sqlite3",
-            "OPTIONS": {"timeout": 20},
+            # WAL: readers never wait on the write-behind, and a commit is one fsync.
+            "OPTIONS": {
+                "timeout": 20,
+                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            },
         }
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

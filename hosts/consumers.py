@@ -9,6 +9,7 @@ from channels.consumer import AsyncConsumer
 from channels.exceptions import StopConsumer
 
 from . import door
+from .daphne_wire import FRAMES, DaphneWire
 from .engine.connection import Connection
 from .protocol import jsonrpc
 from .protocol.errors import ErrorCode, ProtocolError
@@ -76,18 +77,33 @@ class AhpConsumer(AsyncConsumer):
 
 
 class _SocketTransport:
-    """The engine's Transport over this consumer's ASGI send."""
+    """The engine's Transport over this consumer's socket.
+
+    Under daphne, frames go straight to the socket (see hosts/daphne_wire.py); under any other
+    ASGI server, through the consumer's send.
+    """
 
     __slots__ = ("_consumer", "_protocol", "_wire")
 
     def __init__(self, consumer: AhpConsumer) -> None:
         self._consumer = consumer
-        self._protocol = _daphne_protocol(consumer.base_send)
-        transport = getattr(self._protocol, "transport", None)
-        self._wire = transport if hasattr(transport, "_tempDataLen") else None
+        # daphne's send is a partial over its protocol; nothing else is.
+        self._protocol = next(iter(getattr(consumer.base_send, "args", ())), None)
+        wire = DaphneWire(self._protocol)
+        self._wire = wire if wire.usable else None
 
     async def send(self, text: str) -> None:
-        await self._consumer.base_send({"type": "websocket.send", "text": text})
+        if self._wire is None or not self._wire.write(FRAMES.frame(text)):
+            await self._consumer.base_send({"type": "websocket.send", "text": text})
+
+    async def send_batch(self, texts: list[str]) -> None:
+        wire = self._wire
+        if wire is not None:
+            data = b"".join([FRAMES.frame(text) for text in texts])
+            if wire.write(data):
+                return
+        for text in texts:
+            await self._consumer.base_send({"type": "websocket.send", "text": text})
 
     async def close(self, code: int, reason: str) -> None:
         await self._consumer.base_send({"type": "websocket.close", "code": code, "reason": reason})
@@ -100,19 +116,4 @@ class _SocketTransport:
             await self.close(1013, "too far behind; reconnect")
 
     def buffered(self) -> int | None:
-        wire = self._wire
-        if wire is None:
-            return None
-        try:
-            return len(wire.dataBuffer) - wire.offset + wire._tempDataLen
-        except AttributeError:
-            return None
-
-
-def _daphne_protocol(send: Any) -> Any:
-    """Under daphne, the Twisted protocol behind an ASGI send, or None under another server.
-
-    ASGI has no way to ask a server how much it holds unsent for a socket, or to drop one
-    without a closing handshake; daphne's send is a partial over its protocol, which can.
-    """
-    return next(iter(getattr(send, "args", ())), None)
+        return self._wire.held() if self._wire is not None else None

@@ -57,7 +57,7 @@ class Connection:
         """Queue a frame for this client, or close the client if it is too far behind."""
         if self.closed:
             return
-        limit = self.host.client_queue_bytes()
+        limit = self.host.queue_limit
         if limit:
             behind = self.outbox_bytes + (self.transport.buffered() or 0)
             # A client that has taken everything is never behind, whatever one frame weighs.
@@ -69,8 +69,12 @@ class Connection:
         self.host.wake_flusher(self)
 
     async def flush(self) -> None:
-        """Hand every queued frame to the transport, in order."""
+        """Hand every queued frame to the transport, in order, in one batch."""
         while self.outbox and not self.closed:
-            text = self.outbox.popleft()
-            self.outbox_bytes -= len(text)
-            await self.transport.send(text)
+            batch = list(self.outbox)
+            self.outbox.clear()
+            self.outbox_bytes = 0
+            if len(batch) == 1:
+                await self.transport.send(batch[0])
+            else:
+                await self.transport.send_batch(batch)

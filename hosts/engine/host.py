@@ -76,6 +76,7 @@ class Host:
         self._flusher: asyncio.Task[None] | None = None
         self._started = False
         self._start_lock = asyncio.Lock()
+        self.queue_limit = self.settings.client_queue_bytes
 
     # -- life -----------------------------------------------------------------------------
 
@@ -99,6 +100,7 @@ class Host:
                     "config": {"schema": config_schema, "values": values},
                 },
             )
+            self._root_changed()
             self._flusher = asyncio.create_task(self._flush_loop(), name="ahpd-flusher")
             self.writes.start()
             self._started = True
@@ -161,6 +163,11 @@ class Host:
 
     def client_queue_bytes(self) -> int:
         return int(self.root_value(root_config.CLIENT_QUEUE_BYTES))
+
+    def _root_changed(self) -> None:
+        # clientQueueBytes is read before every frame to every client; it is kept here, and
+        # refreshed whenever root state moves, so a push applies to the very next frame.
+        self.queue_limit = self.client_queue_bytes()
 
     def replay_bytes(self) -> int:
         return int(self.root_value(root_config.REPLAY_BYTES))
@@ -230,6 +237,8 @@ class Host:
             channel.state = next_state
         elif rejection is None and reduce_state:
             channel.state = reduce(channel.kind, channel.state, action, now_ms=now_ms())
+        if channel.kind == "root" and rejection is None:
+            self._root_changed()
         envelope: dict[str, Any] = {"channel": channel.uri, "action": action, "serverSeq": seq}
         if origin is not None:
             envelope["origin"] = origin
@@ -241,7 +250,12 @@ class Host:
         introduced = spec.introduced_in if spec is not None else None
         self.ring.append(
             Entry(
-                seq, channel.uri, envelope_text, len(frame), introduced, sender and sender.client_id
+                seq,
+                channel.uri,
+                envelope_text,
+                len(frame),
+                introduced,
+                sender.client_id if sender is not None else None,
             )
         )
         # A copy: a client found too far behind is dropped, and leaves the set, mid-loop.

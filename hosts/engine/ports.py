@@ -35,6 +35,10 @@ class Transport(Protocol):
 
     async def send(self, text: str) -> None: ...
 
+    async def send_batch(self, texts: list[str]) -> None:
+        """Send several frames in order, as one write where the transport can."""
+        ...
+
     async def close(self, code: int, reason: str) -> None: ...
 
     async def abort(self) -> None:

@@ -12,9 +12,14 @@ Write = Callable[[], Awaitable[None]]
 
 
 class WriteBehind:
-    """Runs the latest write for each key, in the background, in the order keys were dirtied."""
+    """Runs the latest write for each key, in the background, in the order keys were dirtied.
 
-    def __init__(self) -> None:
+    Writes wait `delay` seconds after the first one is scheduled, so a burst of changes to one
+    key (a config pushed at every keystroke, a stream of flags) costs one write.
+    """
+
+    def __init__(self, delay: float = 0.25) -> None:
+        self._delay = delay
         self._pending: dict[str, Write] = {}
         self._wanted = asyncio.Event()
         self._idle = asyncio.Event()
@@ -45,12 +50,16 @@ class WriteBehind:
     async def _run(self) -> None:
         while True:
             await self._wanted.wait()
+            if self._delay:
+                await asyncio.sleep(self._delay)
             self._wanted.clear()
-            while self._pending:
-                key = next(iter(self._pending))
-                write = self._pending.pop(key)
+            # One round writes what was pending when it began; what is scheduled meanwhile
+            # waits for the next round, so a steady stream of changes is still coalesced.
+            batch, self._pending = self._pending, {}
+            for key, write in batch.items():
                 try:
                     await write()
                 except Exception:
                     log.exception("write-behind of %s failed", key)
-            self._idle.set()
+            if not self._pending:
+                self._idle.set()

@@ -26,6 +26,10 @@ class FakeTransport:
     async def send(self, text: str) -> None:
         self.sent.append(orjson.loads(text))
 
+    async def send_batch(self, texts: list[str]) -> None:
+        for text in texts:
+            await self.send(text)
+
     async def close(self, code: int, reason: str) -> None:
         self.aborted = True
 

@@ -7,6 +7,7 @@ envelope too: the next serverSeq, a rejectionReason, and no state change.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ...protocol.actions import action_spec
@@ -65,7 +66,7 @@ def _unknown_target(
     uri: str,
     action: dict[str, Any],
     origin: dict[str, Any],
-    refuse: Any,
+    refuse: Callable[[str], None],
 ) -> None:
     """An action on a target nothing here knows, answered as VS Code's host answers it."""
     action_type: str = action["type"]

@@ -1,0 +1,48 @@
+"""The write-behind coalesces a stream of changes to one key into few writes."""
+
+from __future__ import annotations
+
+import asyncio
+
+from hosts.engine.writebehind import WriteBehind
+
+
+async def test_a_steady_stream_of_changes_is_written_once_per_round():
+    writes: list[int] = []
+    behind = WriteBehind(delay=0.05)
+    behind.start()
+
+    def write_of(value: int):
+        async def write() -> None:
+            await asyncio.sleep(0.01)  # a write takes time; changes keep coming meanwhile
+            writes.append(value)
+
+        return write
+
+    for value in range(200):
+        behind.later("root-config", write_of(value))
+        await asyncio.sleep(0.001)
+    await behind.drain()
+    await behind.stop()
+    assert writes[-1] == 199
+    assert len(writes) < 20
+
+
+async def test_drain_waits_for_writes_scheduled_during_a_round():
+    done: list[str] = []
+    behind = WriteBehind(delay=0.01)
+    behind.start()
+
+    async def slow() -> None:
+        behind.later("b", fast)
+        await asyncio.sleep(0.01)
+        done.append("a")
+
+    async def fast() -> None:
+        done.append("b")
+
+    behind.later("a", slow)
+    await asyncio.sleep(0.015)
+    await behind.drain()
+    assert done == ["a", "b"]
+    await behind.stop()
