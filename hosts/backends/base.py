@@ -1,0 +1,173 @@
+"""The one interface every agent backend implements, and what a backend reports a turn through.
+
+A backend knows its agent and nothing of the protocol's actions: it reports what happens in a
+turn through `TurnEvents`, and the engine turns each report into the protocol's actions with
+the protocol's rules (a part is opened before it streams, a tool call is started before it is
+ready, `confirmed: 'not-needed'` unless a person was asked, one ending per turn). Backends import
+nothing from Django.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+
+class BackendError(Exception):
+    """A backend could not do what it was asked; the message is shown to the person."""
+
+
+@dataclass(frozen=True, slots=True)
+class AgentConfig:
+    """One entry of the operator's AHPD_CONFIG `agents` list."""
+
+    provider: str
+    kind: Literal["acp", "openai"]
+    display_name: str
+    description: str = ""
+    # acp
+    command: str = ""
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    #: HOME for the agent process; default: a folder of its own under the data directory.
+    home: str | None = None
+    auth_method: str | None = None
+    prompt_timeout_s: float = 600.0
+    # openai
+    base_url: str = ""
+    model: str = ""
+    api_key: str = ""
+    models: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PermissionOption:
+    option_id: str
+    label: str
+    kind: Literal["approve", "deny"]
+
+
+@dataclass(frozen=True, slots=True)
+class PermissionAnswer:
+    approved: bool
+    #: The option the person picked, by the backend's own id, when options were offered.
+    option_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ChatContext:
+    """What a backend needs to open (or resume) one conversation."""
+
+    #: The chat's URI, for logs.
+    chat: str
+    working_directories: Sequence[Path]
+    #: The backend's own id for this conversation when it is resumed (ACP session id).
+    backend_id: str | None = None
+    #: Earlier turns, oldest first, as {"user": text, "assistant": text}, for a backend that
+    #: keeps no conversation of its own (the openai loop).
+    history: Sequence[Mapping[str, str]] = ()
+    #: The session's config values (model, permissionMode, ...).
+    config: Mapping[str, Any] = field(default_factory=dict)
+    #: A folder this backend may keep state in (the agent's HOME for ACP).
+    state_dir: Path | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TurnRequest:
+    turn_id: str
+    text: str
+    #: The model the message asked for, if any.
+    model: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TurnEnd:
+    """How a turn ended: `complete`, `cancelled`, or `error` with a message."""
+
+    state: Literal["complete", "cancelled", "error"]
+    message: str = ""
+
+
+class TurnEvents(Protocol):
+    """What a backend reports while a turn runs. Every method but `permission` returns at once."""
+
+    def text(self, content: str) -> None:
+        """Assistant text, appended to the turn's current markdown part."""
+
+    def reasoning(self, content: str) -> None:
+        """Thinking, appended to the turn's current reasoning part."""
+
+    def tool_call(
+        self,
+        call_id: str,
+        *,
+        name: str,
+        title: str | None = None,
+        kind: str | None = None,
+        partial_input: str | None = None,
+    ) -> None:
+        """A tool call named (again): started the first time, its input streamed after."""
+
+    async def permission(
+        self,
+        call_id: str,
+        *,
+        title: str,
+        tool_input: str | None,
+        options: Sequence[PermissionOption] = (),
+    ) -> PermissionAnswer:
+        """Ask a person whether the call may run; waits for the answer (or the turn's end)."""
+
+    def tool_running(
+        self, call_id: str, *, title: str | None = None, tool_input: str | None = None
+    ) -> None:
+        """The call runs without anybody having been asked (or after an approval)."""
+
+    def tool_result(
+        self,
+        call_id: str,
+        *,
+        success: bool,
+        message: str,
+        output: str | None = None,
+        error: str | None = None,
+    ) -> None:
+        """The call finished; a failed call is completed with success False."""
+
+    def usage(
+        self, *, input_tokens: int | None, output_tokens: int | None, model: str | None
+    ) -> None:
+        """Tokens the turn spent."""
+
+
+class AgentChat(Protocol):
+    """One conversation with a backend."""
+
+    #: The backend's own id for the conversation, kept so it can be resumed after a restart.
+    backend_id: str | None
+
+    async def run_turn(self, request: TurnRequest, events: TurnEvents) -> TurnEnd:
+        """Run one turn to its end. Cancelled by `cancel`, which makes it return `cancelled`."""
+
+    async def cancel(self) -> None:
+        """Stop the running turn, if any."""
+
+    async def close(self) -> None:
+        """Let the conversation go (the process, the connection)."""
+
+
+class Agent(Protocol):
+    """One configured backend: what root state announces, and how its chats are opened."""
+
+    config: AgentConfig
+
+    def info(self) -> dict[str, Any]:
+        """The AgentInfo root state lists: provider, displayName, description, models."""
+
+    def session_config_schema(self) -> dict[str, Any]:
+        """The SessionConfigSchema resolveSessionConfig answers (model, permission mode)."""
+
+    async def open_chat(self, context: ChatContext) -> AgentChat:
+        """Start (or resume, when context.backend_id is set) a conversation."""

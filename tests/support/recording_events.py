@@ -1,0 +1,119 @@
+"""A TurnEvents that records what a backend reported, for backend tests without the engine."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from hosts.backends.base import PermissionAnswer, PermissionOption
+
+
+@dataclass
+class RecordingEvents:
+    #: Every report in order, as (method, payload) pairs.
+    log: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    #: Decides each permission question; approves everything by default.
+    decide: Callable[[str, str, Sequence[PermissionOption]], PermissionAnswer] = (
+        lambda call_id, title, options: PermissionAnswer(
+            True, next((o.option_id for o in options if o.kind == "approve"), None)
+        )
+    )
+    #: Set when a permission question arrives, for tests that answer from outside.
+    asked: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def text(self, content: str) -> None:
+        self.log.append(("text", {"content": content}))
+
+    def reasoning(self, content: str) -> None:
+        self.log.append(("reasoning", {"content": content}))
+
+    def tool_call(
+        self,
+        call_id: str,
+        *,
+        name: str,
+        title: str | None = None,
+        kind: str | None = None,
+        partial_input: str | None = None,
+    ) -> None:
+        self.log.append(
+            (
+                "tool_call",
+                {
+                    "call_id": call_id,
+                    "name": name,
+                    "title": title,
+                    "kind": kind,
+                    "partial_input": partial_input,
+                },
+            )
+        )
+
+    async def permission(
+        self,
+        call_id: str,
+        *,
+        title: str,
+        tool_input: str | None,
+        options: Sequence[PermissionOption] = (),
+    ) -> PermissionAnswer:
+        self.log.append(
+            (
+                "permission",
+                {
+                    "call_id": call_id,
+                    "title": title,
+                    "tool_input": tool_input,
+                    "options": [o.option_id for o in options],
+                },
+            )
+        )
+        self.asked.set()
+        return self.decide(call_id, title, options)
+
+    def tool_running(
+        self, call_id: str, *, title: str | None = None, tool_input: str | None = None
+    ) -> None:
+        self.log.append(
+            ("tool_running", {"call_id": call_id, "title": title, "tool_input": tool_input})
+        )
+
+    def tool_result(
+        self,
+        call_id: str,
+        *,
+        success: bool,
+        message: str,
+        output: str | None = None,
+        error: str | None = None,
+    ) -> None:
+        self.log.append(
+            (
+                "tool_result",
+                {
+                    "call_id": call_id,
+                    "success": success,
+                    "message": message,
+                    "output": output,
+                    "error": error,
+                },
+            )
+        )
+
+    def usage(
+        self, *, input_tokens: int | None, output_tokens: int | None, model: str | None
+    ) -> None:
+        self.log.append(
+            (
+                "usage",
+                {"input_tokens": input_tokens, "output_tokens": output_tokens, "model": model},
+            )
+        )
+
+    def texts(self) -> str:
+        return "".join(p["content"] for m, p in self.log if m == "text")
+
+    def kinds(self) -> list[str]:
+        return [m for m, _ in self.log]
