@@ -32,6 +32,12 @@ if AHPD_CONNECTION_TOKEN_FILE and not Path(AHPD_CONNECTION_TOKEN_FILE).expanduse
 AHPD_CLIENT_QUEUE_BYTES = env_int("AHPD_CLIENT_QUEUE_BYTES", 16 * 1024 * 1024, minimum=0)
 #: Bytes of recent envelopes held for reconnecting clients (replayBytes' default).
 AHPD_REPLAY_BYTES = env_int("AHPD_REPLAY_BYTES", 32 * 1024 * 1024, minimum=0)
+#: How long a turn's streamed text is gathered before it is said; 0 says every chunk.
+AHPD_DELTA_WINDOW_MS = env_int("AHPD_DELTA_WINDOW_MS", 75, minimum=0, maximum=1000)
+#: The operator's agents (a JSON file; see hosts/backends/config.py).
+AHPD_CONFIG = env_str("AHPD_CONFIG")
+if AHPD_CONFIG and not Path(AHPD_CONFIG).expanduser().is_file():
+    raise EnvError(f"AHPD_CONFIG names no file: {AHPD_CONFIG!r}")
 
 # -- Django ----------------------------------------------------------------------------------
 

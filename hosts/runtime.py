@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from functools import cache
+from pathlib import Path
 from typing import Any
 
 from channels.layers import get_channel_layer
 from django.conf import settings
 
+from .backends.base import Agent
+from .backends.config import build_agents, load_agents
 from .engine.host import Host, HostSettings
 from .store import DjangoStore
 
@@ -35,14 +39,25 @@ def host_settings() -> HostSettings:
         server_version=server_version,
         client_queue_bytes=settings.AHPD_CLIENT_QUEUE_BYTES,
         replay_bytes=settings.AHPD_REPLAY_BYTES,
+        delta_window_ms=settings.AHPD_DELTA_WINDOW_MS,
+        state_dir=Path(settings.AHPD_DATA_DIR),
     )
+
+
+@cache
+def configured_agents() -> dict[str, Agent]:
+    """The agents AHPD_CONFIG names (none without it). Raises ConfigError for a bad file."""
+    if not settings.AHPD_CONFIG:
+        return {}
+    configs = load_agents(Path(settings.AHPD_CONFIG).expanduser())
+    return build_agents(configs, Path(settings.AHPD_DATA_DIR))
 
 
 async def get_host() -> Host:
     """The started engine of this process."""
     global _host, _inbox
     if _host is None:
-        _host = Host(DjangoStore(), host_settings())
+        _host = Host(DjangoStore(), host_settings(), configured_agents())
     await _host.start()
     if _inbox is None:
         _inbox = asyncio.get_running_loop().create_task(_read_inbox(_host), name="ahpd-inbox")

@@ -6,10 +6,10 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 
-from .models import RootConfig
+from .models import RootConfig, StoredChat, StoredSession, StoredTurn
 
 
-class DjangoStore:
+class DjangoRootConfigStore:
     async def load_root_config(self) -> dict[str, Any]:
         return await sync_to_async(_load_root_config)()
 
@@ -24,3 +24,92 @@ def _load_root_config() -> dict[str, Any]:
 
 def _save_root_config(values: dict[str, Any]) -> None:
     RootConfig.objects.update_or_create(key="root", defaults={"values": values})
+
+
+class DjangoSessionStore:
+    """Sessions, chats and turns."""
+
+    async def load_sessions(self) -> list[dict[str, Any]]:
+        return await sync_to_async(_load_sessions)()
+
+    async def save_session(self, session: dict[str, Any]) -> None:
+        await sync_to_async(_save_session)(session)
+
+    async def delete_session(self, uri: str) -> None:
+        await sync_to_async(_delete_session)(uri)
+
+    async def save_chat(self, chat: dict[str, Any]) -> None:
+        await sync_to_async(_save_chat)(chat)
+
+    async def save_turn(self, chat: str, position: int, turn: dict[str, Any]) -> None:
+        await sync_to_async(_save_turn)(chat, position, turn)
+
+
+_SESSION_FIELDS = (
+    "provider",
+    "title",
+    "created_ms",
+    "modified_ms",
+    "default_chat",
+    "working_directories",
+    "config",
+    "is_read",
+    "is_archived",
+    "announced",
+    "chats",
+)
+_CHAT_FIELDS = ("title", "created_ms", "backend_id", "is_read", "is_archived", "draft")
+
+
+def _load_sessions() -> list[dict[str, Any]]:
+    out = []
+    for row in StoredSession.objects.all():
+        session = {"uri": row.uri, **{f: getattr(row, f) for f in _SESSION_FIELDS}}
+        chats_by_uri = {c.uri: c for c in row.chat_rows.all()}
+        chats = []
+        for uri in row.chats:
+            chat = chats_by_uri.get(uri)
+            if chat is None:
+                continue
+            turns = [t.data for t in chat.turn_rows.order_by("position")]
+            chats.append(
+                {
+                    "uri": uri,
+                    "session": row.uri,
+                    **{f: getattr(chat, f) for f in _CHAT_FIELDS},
+                    "turns": turns,
+                }
+            )
+        out.append({"session": session, "chats": chats})
+    return out
+
+
+def _save_session(session: dict[str, Any]) -> None:
+    StoredSession.objects.update_or_create(
+        uri=session["uri"], defaults={f: session[f] for f in _SESSION_FIELDS}
+    )
+
+
+def _delete_session(uri: str) -> None:
+    StoredSession.objects.filter(uri=uri).delete()
+
+
+def _save_chat(chat: dict[str, Any]) -> None:
+    if not StoredSession.objects.filter(uri=chat["session"]).exists():
+        return
+    StoredChat.objects.update_or_create(
+        uri=chat["uri"],
+        defaults={"session_id": chat["session"], **{f: chat[f] for f in _CHAT_FIELDS}},
+    )
+
+
+def _save_turn(chat: str, position: int, turn: dict[str, Any]) -> None:
+    if not StoredChat.objects.filter(uri=chat).exists():
+        return
+    StoredTurn.objects.update_or_create(
+        chat_id=chat, position=position, defaults={"turn_id": turn["id"], "data": turn}
+    )
+
+
+class DjangoStore(DjangoRootConfigStore, DjangoSessionStore):
+    """The engine's Store: every durable fact it keeps."""

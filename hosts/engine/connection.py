@@ -29,6 +29,8 @@ class Connection:
         self.version: Version | None = None
         self.subscriptions: dict[str, Channel] = {}
         self.closed = False
+        #: An older VS Code window, which computes its default chat's URI from the session's.
+        self.legacy_vscode_chat_uris = False
         self.outbox: deque[str] = deque()
         self.outbox_bytes = 0
 

@@ -10,12 +10,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import orjson
 
+from ..backends.base import Agent
 from ..protocol import jsonrpc
 from ..protocol.actions import action_spec
 from ..protocol.errors import ErrorCode, ProtocolError
@@ -45,6 +47,10 @@ class HostSettings:
     replay_count: int = 1000
     #: A client record is forgotten once its client has been gone ten 30 s windows.
     client_record_ttl_s: float = 300.0
+    #: Streamed text is gathered per part this long before it is said; 0 says every chunk.
+    delta_window_ms: int = 75
+    #: Where backends keep their own state (agents' HOME folders).
+    state_dir: Path | None = None
 
 
 @dataclass(slots=True)
@@ -59,8 +65,14 @@ class ClientRecord:
 
 
 class Host:
-    def __init__(self, store: Store, settings: HostSettings | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        settings: HostSettings | None = None,
+        agents: Mapping[str, Agent] | None = None,
+    ) -> None:
         from .commands import HANDLERS
+        from .sessions import Sessions
 
         self.store = store
         self.settings = settings or HostSettings()
@@ -71,6 +83,7 @@ class Host:
         self.connections: set[Connection] = set()
         self.ring = ReplayRing(self.settings.replay_count, self.replay_bytes)
         self.writes = WriteBehind()
+        self.sessions = Sessions(self, agents or {}, self.settings.state_dir)
         self._dirty: dict[Connection, None] = {}
         self._flush_wanted = asyncio.Event()
         self._flusher: asyncio.Task[None] | None = None
@@ -95,18 +108,20 @@ class Host:
                 ROOT_URI,
                 "root",
                 {
-                    "agents": [],
+                    "agents": [agent.info() for agent in self.sessions.agents.values()],
                     "activeSessions": 0,
                     "config": {"schema": config_schema, "values": values},
                 },
             )
             self._root_changed()
+            await self.sessions.restore()
             self._flusher = asyncio.create_task(self._flush_loop(), name="ahpd-flusher")
             self.writes.start()
             self._started = True
 
     async def stop(self) -> None:
-        """Write what is owed to the store and stop the background tasks."""
+        """Let the backends go, write what is owed to the store, stop the background tasks."""
+        await self.sessions.shutdown()
         await self.writes.stop()
         if self._flusher is not None:
             self._flusher.cancel()

@@ -12,18 +12,62 @@ class Store(Protocol):
 
     async def save_root_config(self, values: dict[str, Any]) -> None: ...
 
+    async def load_sessions(self) -> list[dict[str, Any]]:
+        """Every kept session as {"session": record, "chats": [record with "turns"]}."""
+        ...
+
+    async def save_session(self, session: dict[str, Any]) -> None: ...
+
+    async def delete_session(self, uri: str) -> None: ...
+
+    async def save_chat(self, chat: dict[str, Any]) -> None: ...
+
+    async def save_turn(self, chat: str, position: int, turn: dict[str, Any]) -> None: ...
+
 
 class MemoryStore:
     """A store that keeps everything for the life of the process (engine tests, benchmarks)."""
 
     def __init__(self) -> None:
         self.root_config: dict[str, Any] = {}
+        self.sessions: dict[str, dict[str, Any]] = {}
+        self.chats: dict[str, dict[str, Any]] = {}
+        self.turns: dict[str, dict[int, dict[str, Any]]] = {}
 
     async def load_root_config(self) -> dict[str, Any]:
         return dict(self.root_config)
 
     async def save_root_config(self, values: dict[str, Any]) -> None:
         self.root_config = dict(values)
+
+    async def load_sessions(self) -> list[dict[str, Any]]:
+        out = []
+        for session in self.sessions.values():
+            chats = [
+                {
+                    **self.chats[uri],
+                    "turns": [t for _, t in sorted(self.turns.get(uri, {}).items())],
+                }
+                for uri in session["chats"]
+                if uri in self.chats
+            ]
+            out.append({"session": dict(session), "chats": chats})
+        return out
+
+    async def save_session(self, session: dict[str, Any]) -> None:
+        self.sessions[session["uri"]] = dict(session)
+
+    async def delete_session(self, uri: str) -> None:
+        session = self.sessions.pop(uri, None)
+        for chat in session["chats"] if session else []:
+            self.chats.pop(chat, None)
+            self.turns.pop(chat, None)
+
+    async def save_chat(self, chat: dict[str, Any]) -> None:
+        self.chats[chat["uri"]] = dict(chat)
+
+    async def save_turn(self, chat: str, position: int, turn: dict[str, Any]) -> None:
+        self.turns.setdefault(chat, {})[position] = dict(turn)
 
 
 class Transport(Protocol):

@@ -30,8 +30,11 @@ class WriteBehind:
         self._task = asyncio.create_task(self._run(), name="ahpd-write-behind")
 
     def later(self, key: str, write: Write) -> None:
-        """Schedule `write` for `key`, replacing a write for the same key not yet run."""
-        self._pending.pop(key, None)
+        """Schedule `write` for `key`, replacing a write for the same key not yet run.
+
+        A replaced write keeps its key's place, so a row is never written after one that
+        refers to it (a chat after its session) because the session was touched again.
+        """
         self._pending[key] = write
         self._idle.clear()
         self._wanted.set()

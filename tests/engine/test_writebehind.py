@@ -46,3 +46,23 @@ async def test_drain_waits_for_writes_scheduled_during_a_round():
     await behind.drain()
     assert done == ["a", "b"]
     await behind.stop()
+
+
+async def test_a_key_written_again_keeps_its_first_place():
+    order: list[str] = []
+    behind = WriteBehind(delay=0.01)
+    behind.start()
+
+    def write_of(name: str):
+        async def write() -> None:
+            order.append(name)
+
+        return write
+
+    behind.later("session", write_of("session-1"))
+    behind.later("chat", write_of("chat"))
+    behind.later("session", write_of("session-2"))
+    await asyncio.sleep(0.02)
+    await behind.drain()
+    await behind.stop()
+    assert order == ["session-2", "chat"]

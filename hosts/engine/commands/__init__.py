@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from . import dispatch, handshake, subscriptions
+from . import dispatch, handshake, sessions, subscriptions
 
 if TYPE_CHECKING:
     from ..host import Handler
@@ -16,4 +16,9 @@ HANDLERS: dict[str, Handler] = {
     "subscribe": subscriptions.subscribe,
     "unsubscribe": subscriptions.unsubscribe,
     "dispatchAction": dispatch.dispatch_action,
+    "createSession": sessions.create_session,
+    "disposeSession": sessions.dispose_session,
+    "listSessions": sessions.list_sessions,
+    "fetchTurns": sessions.fetch_turns,
+    "resolveSessionConfig": sessions.resolve_session_config,
 }

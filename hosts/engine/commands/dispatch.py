@@ -15,6 +15,7 @@ from ...protocol.errors import invalid_params
 from ...protocol.uris import canonical
 from .. import root_config
 from ..channel import Channel
+from ..session_actions import chat_action, session_action
 from .params import required_int, required_str
 
 if TYPE_CHECKING:
@@ -56,7 +57,19 @@ async def dispatch_action(host: Host, conn: Connection, params: dict[str, Any]) 
         return refuse(reason)
     if action_type == "root/configChanged":
         return host.change_root_config(action, origin=origin, sender=conn)
-    host.emit(target, action, origin=origin, sender=conn)
+
+    def say() -> None:
+        assert target is not None
+        host.emit(target, action, origin=origin, sender=conn)
+
+    if target.kind == "session":
+        reason = session_action(host, conn, host.sessions.sessions[target.uri], action, say)
+    elif target.kind == "chat":
+        reason = chat_action(host, conn, host.sessions.chats[target.uri], action, say)
+    else:
+        reason = f"{action_type} is not supported by this host yet"
+    if reason is not None:
+        refuse(reason)
     return None
 
 

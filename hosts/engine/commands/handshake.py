@@ -48,6 +48,13 @@ async def initialize(host: Host, conn: Connection, params: dict[str, Any]) -> di
         )
     conn.client_id = client_id
     conn.version_text, conn.version = chosen
+    client_info = params.get("clientInfo") or {}
+    meta = params.get("_meta") or {}
+    conn.legacy_vscode_chat_uris = (
+        isinstance(client_info, dict)
+        and client_info.get("name") in ("vscode-editor-window", "vscode-agents-window")
+        and not (isinstance(meta, dict) and meta.get("vscode.ahpChatUris"))
+    )
     host.remember_client(conn)
     snapshots = []
     for uri in subscriptions:

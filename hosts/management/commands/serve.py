@@ -17,11 +17,14 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         from hosts import door
+        from hosts.backends.config import ConfigError
+        from hosts.runtime import configured_agents
         from hosts.serving import build_server
 
         try:
             token = door.connection_token()
-        except EnvError as exc:
+            configured_agents()  # refuse a bad agents file now, not at the first connection
+        except (EnvError, ConfigError) as exc:
             raise CommandError(str(exc)) from None
 
         from ahpsite.asgi import application

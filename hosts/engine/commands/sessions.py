@@ -1,0 +1,156 @@
+"""createSession, disposeSession, listSessions, fetchTurns and resolveSessionConfig."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ...protocol.errors import ErrorCode, ProtocolError, invalid_params
+from ...protocol.uris import kind_of
+from .params import optional_str_list, required_str
+
+if TYPE_CHECKING:
+    from ..connection import Connection
+    from ..host import Host
+    from ..sessions import LiveChat, LiveSession
+
+
+def _agent_for(host: Host, provider: Any) -> str:
+    agents = host.sessions.agents
+    if provider is None:
+        if not agents:
+            raise ProtocolError(ErrorCode.PROVIDER_NOT_FOUND, "No agent is configured on this host")
+        return next(iter(agents))
+    if not isinstance(provider, str) or provider not in agents:
+        raise ProtocolError(ErrorCode.PROVIDER_NOT_FOUND, f"Provider not found: {provider}")
+    return provider
+
+
+def _session(host: Host, uri: str) -> LiveSession:
+    session = host.sessions.sessions.get(uri)
+    if session is None:
+        raise ProtocolError(ErrorCode.SESSION_NOT_FOUND, f"Session not found: {uri}")
+    return session
+
+
+def _chat(host: Host, uri: str) -> LiveChat:
+    chat = host.sessions.chats.get(uri)
+    if chat is None:
+        raise ProtocolError(ErrorCode.SESSION_NOT_FOUND, f"Resource not found: {uri}")
+    return chat
+
+
+def _working_directories(params: dict[str, Any]) -> list[str]:
+    directories = optional_str_list(params, "createSession", "workingDirectories")
+    for uri in directories:
+        if not uri.startswith("file:"):
+            raise invalid_params(f"createSession: a working directory must be a file: URI: {uri}")
+    if len(directories) > 1:
+        raise invalid_params("createSession: the agents here work in one directory")
+    return directories or [Path.cwd().resolve().as_uri()]
+
+
+async def create_session(host: Host, conn: Connection, params: dict[str, Any]) -> None:
+    uri = required_str(params, "createSession", "channel")
+    if kind_of(uri) not in (None, "session") or ":" not in uri:
+        raise invalid_params(f"createSession: {uri} cannot name a session")
+    provider = _agent_for(host, params.get("provider"))
+    config = params.get("config") or {}
+    if not isinstance(config, dict):
+        raise invalid_params("createSession: config must be an object")
+    active_client = params.get("activeClient")
+    if active_client is not None:
+        if not isinstance(active_client, dict) or active_client.get("clientId") != conn.client_id:
+            raise invalid_params(
+                f"createSession: activeClient.clientId must be this client's id ({conn.client_id})"
+            )
+        if not isinstance(active_client.get("tools", []), list):
+            raise invalid_params("createSession: activeClient.tools must be a list")
+        active_client = {"tools": [], **active_client}
+    directories = _working_directories(params)
+    existing = host.sessions.sessions.get(uri)
+    if existing is not None:
+        if existing.record.provider == provider:
+            return None
+        raise ProtocolError(ErrorCode.SESSION_ALREADY_EXISTS, f"Session already exists: {uri}")
+    if uri in host.channels:
+        raise ProtocolError(ErrorCode.SESSION_ALREADY_EXISTS, f"Session already exists: {uri}")
+    schema = host.sessions.agents[provider].session_config_schema()
+    values = {
+        key: prop["default"]
+        for key, prop in schema.get("properties", {}).items()
+        if "default" in prop
+    }
+    values.update(config)
+    host.sessions.create(conn, uri, provider, directories, values, active_client)
+    return None
+
+
+async def dispose_session(host: Host, conn: Connection, params: dict[str, Any]) -> None:
+    uri = required_str(params, "disposeSession", "channel")
+    await host.sessions.dispose(_session(host, uri))
+    return None
+
+
+def _cursor(params: dict[str, Any]) -> int:
+    cursor = params.get("cursor")
+    if cursor is None:
+        return 0
+    try:
+        text = base64.urlsafe_b64decode(str(cursor).encode() + b"==").decode()
+        if not text.startswith("offset:"):
+            raise ValueError
+        offset = int(text.removeprefix("offset:"))
+    except (ValueError, binascii.Error, UnicodeDecodeError):
+        raise invalid_params(f"listSessions: a cursor this host did not issue: {cursor}") from None
+    if offset < 0:
+        raise invalid_params(f"listSessions: a cursor this host did not issue: {cursor}")
+    return offset
+
+
+async def list_sessions(host: Host, conn: Connection, params: dict[str, Any]) -> dict[str, Any]:
+    items = host.sessions.listing()
+    limit = params.get("limit")
+    offset = _cursor(params)
+    if limit is None:
+        # Pages only when asked: neither client that connects here reads nextCursor.
+        return {"items": items[offset:]}
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise invalid_params("listSessions: limit must be a positive integer")
+    page = items[offset : offset + limit]
+    result: dict[str, Any] = {"items": page}
+    if offset + limit < len(items):
+        token = base64.urlsafe_b64encode(f"offset:{offset + limit}".encode()).decode().rstrip("=")
+        result["nextCursor"] = token
+    return result
+
+
+async def fetch_turns(host: Host, conn: Connection, params: dict[str, Any]) -> dict[str, Any]:
+    uri = required_str(params, "fetchTurns", "channel")
+    chat = _chat(host, uri)
+    if params.get("cursor") is not None:
+        # Snapshots here carry every turn and no turnsNextCursor, so no cursor was issued.
+        raise invalid_params(f"fetchTurns: a cursor this host did not issue: {params['cursor']}")
+    # Nothing older than what every snapshot already carries; said on the channel all the same
+    # so every client watching the chat reads the same answer.
+    host.emit(chat.channel, {"type": "chat/turnsLoaded", "turns": []})
+    return {}
+
+
+async def resolve_session_config(
+    host: Host, conn: Connection, params: dict[str, Any]
+) -> dict[str, Any]:
+    provider = _agent_for(host, params.get("provider"))
+    config = params.get("config") or {}
+    if not isinstance(config, dict):
+        raise invalid_params("resolveSessionConfig: config must be an object")
+    schema = host.sessions.agents[provider].session_config_schema()
+    values = {
+        key: prop["default"]
+        for key, prop in schema.get("properties", {}).items()
+        if "default" in prop
+    }
+    values.update({k: v for k, v in config.items() if k in schema.get("properties", {})})
+    return {"schema": schema, "values": values}

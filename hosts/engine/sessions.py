@@ -1,0 +1,517 @@
+"""Sessions and chats: their channels, their records, their agents and their turns.
+
+Held state moves only by the protocol's reducers over the actions this host says; a record is
+what the store keeps, written behind. A chat's conversation with its backend is opened on the
+chat's first turn (after a restart, resumed by the backend's own id).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..backends.base import Agent, AgentChat, BackendError, ChatContext, TurnRequest
+from ..protocol.uris import ROOT_URI
+from .channel import Channel
+from .clock import now_ms
+from .records import (
+    ChatRecord,
+    SessionRecord,
+    chat_record_from_json,
+    chat_state,
+    chat_summary,
+    iso,
+    status_bits,
+)
+from .turns import TurnRunner
+
+if TYPE_CHECKING:
+    from .connection import Connection
+    from .host import Host
+
+log = logging.getLogger("ahpd.sessions")
+
+INTERRUPTED = "The agent was interrupted before this request finished."
+
+
+@dataclass(eq=False)
+class LiveChat:
+    record: ChatRecord
+    channel: Channel
+    session: LiveSession
+    agent_chat: AgentChat | None = None
+    runner: TurnRunner | None = None
+    task: asyncio.Task[None] | None = None
+    opening: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    @property
+    def host(self) -> Host:
+        return self.session.service.host
+
+    def say(self, action: dict[str, Any]) -> None:
+        self.host.emit(self.channel, action)
+
+    def state(self) -> dict[str, Any]:
+        state: dict[str, Any] = self.channel.state
+        return state
+
+    def tool_call_state(self, turn_id: str, call_id: str) -> dict[str, Any] | None:
+        active = self.state().get("activeTurn")
+        if not active or active.get("id") != turn_id:
+            return None
+        for part in active.get("responseParts", []):
+            if part.get("kind") == "toolCall" and part["toolCall"].get("toolCallId") == call_id:
+                call: dict[str, Any] = part["toolCall"]
+                return call
+        return None
+
+    def raise_input_needed(self, turn_id: str, call_id: str) -> None:
+        call = self.tool_call_state(turn_id, call_id)
+        if call is None:
+            return
+        self.host.emit(
+            self.session.channel,
+            {
+                "type": "session/inputNeededSet",
+                "request": {
+                    "kind": "toolConfirmation",
+                    "id": input_needed_id(self.record.uri, turn_id, call_id),
+                    "chat": self.record.uri,
+                    "turnId": turn_id,
+                    "toolCall": call,
+                },
+            },
+        )
+
+    def settle_input_needed(self, turn_id: str, call_id: str) -> None:
+        request_id = input_needed_id(self.record.uri, turn_id, call_id)
+        if any(
+            r.get("id") == request_id for r in self.session.channel.state.get("inputNeeded", [])
+        ):
+            self.host.emit(
+                self.session.channel, {"type": "session/inputNeededRemoved", "id": request_id}
+            )
+
+
+def input_needed_id(chat: str, turn_id: str, call_id: str) -> str:
+    return f"toolConfirmation:{chat}:{turn_id}:{call_id}"
+
+
+@dataclass(eq=False)
+class LiveSession:
+    record: SessionRecord
+    channel: Channel
+    service: Sessions
+    chats: dict[str, LiveChat] = field(default_factory=dict)
+
+    @property
+    def running(self) -> bool:
+        return any(chat.runner is not None for chat in self.chats.values())
+
+
+class Sessions:
+    """Every session this host holds, by URI, and every chat, by URI."""
+
+    def __init__(self, host: Host, agents: Mapping[str, Agent], state_dir: Path | None) -> None:
+        self.host = host
+        self.agents = dict(agents)
+        self.state_dir = state_dir
+        self.sessions: dict[str, LiveSession] = {}
+        self.chats: dict[str, LiveChat] = {}
+        self._active_count = 0
+
+    # -- start and shapes -----------------------------------------------------------------
+
+    async def restore(self) -> None:
+        """Open every session the store keeps; a turn the last process left running is ended."""
+        for data in await self.host.store.load_sessions():
+            record = SessionRecord.from_json(data["session"])
+            chats = [chat_record_from_json(c) for c in data["chats"]]
+            for chat in chats:
+                if chat.turns and chat.turns[-1].get("state") == "running":
+                    chat.turns[-1] = interrupted(chat.turns[-1])
+                    self.host.writes.later(
+                        f"turn:{chat.uri}:{chat.turns[-1]['id']}",
+                        _save_turn(self.host, chat.uri, len(chat.turns) - 1, chat.turns[-1]),
+                    )
+            self._open(record, chats)
+
+    def _open(self, record: SessionRecord, chats: list[ChatRecord]) -> LiveSession:
+        agent = self.agents.get(record.provider)
+        state: dict[str, Any] = {
+            "provider": record.provider,
+            "title": record.title,
+            "status": status_bits(1, is_read=record.is_read, is_archived=record.is_archived),
+            "lifecycle": "ready" if record.announced else "creating",
+            "activeClients": [],
+            "chats": [chat_summary(c, self._chat_modified(c, record)) for c in chats],
+            "defaultChat": record.default_chat,
+            "workingDirectories": list(record.working_directories),
+            "config": {
+                "schema": agent.session_config_schema()
+                if agent
+                else {"type": "object", "properties": {}},
+                "values": dict(record.config),
+            },
+        }
+        session = LiveSession(record, Channel(record.uri, "session", state), self)
+        self.host.channels[record.uri] = session.channel
+        self.sessions[record.uri] = session
+        for chat in chats:
+            channel = Channel(chat.uri, "chat", chat_state(chat, self._chat_modified(chat, record)))
+            live = LiveChat(chat, channel, session)
+            session.chats[chat.uri] = live
+            self.chats[chat.uri] = live
+            self.host.channels[chat.uri] = channel
+        return session
+
+    @staticmethod
+    def _chat_modified(chat: ChatRecord, session: SessionRecord) -> int:
+        return session.modified_ms if chat.turns else chat.created_ms
+
+    def summary(self, session: LiveSession) -> dict[str, Any]:
+        record = session.record
+        state = session.channel.state
+        summary: dict[str, Any] = {
+            "resource": record.uri,
+            "provider": record.provider,
+            "title": state["title"],
+            "status": self._summary_status(session),
+            "createdAt": iso(record.created_ms),
+            "modifiedAt": iso(record.modified_ms),
+            "workingDirectories": list(record.working_directories),
+            "chats": [
+                {"resource": c["resource"], "title": c["title"], "status": c["status"]}
+                for c in state["chats"]
+            ],
+            "defaultChat": record.default_chat,
+        }
+        return summary
+
+    def _summary_status(self, session: LiveSession) -> int:
+        activity = 8 if session.running else 1
+        state = session.channel.state["status"]
+        return activity | (state & 96)
+
+    # -- commands -------------------------------------------------------------------------
+
+    def create(
+        self,
+        conn: Connection,
+        uri: str,
+        provider: str,
+        working_directories: list[str],
+        config: dict[str, Any],
+        active_client: dict[str, Any] | None,
+    ) -> None:
+        created = now_ms()
+        chat_uri = self.default_chat_uri(conn, uri)
+        record = SessionRecord(
+            uri=uri,
+            provider=provider,
+            created_ms=created,
+            modified_ms=created,
+            default_chat=chat_uri,
+            working_directories=working_directories,
+            config=config,
+            chats=[chat_uri],
+        )
+        chat = ChatRecord(chat_uri, uri, created)
+        session = self._open(record, [chat])
+        if active_client is not None:
+            self.host.emit(
+                session.channel, {"type": "session/activeClientSet", "activeClient": active_client}
+            )
+        self.save_session(session)
+        self.save_chat(session.chats[chat_uri])
+
+    def default_chat_uri(self, conn: Connection, session_uri: str) -> str:
+        from .records import derived_default_chat_uri, opaque_chat_uri
+
+        if conn.legacy_vscode_chat_uris:
+            return derived_default_chat_uri(session_uri)
+        return opaque_chat_uri()
+
+    def announce(self, session: LiveSession) -> None:
+        """A fresh session's first message makes it real: listed, announced, ready."""
+        if session.record.announced:
+            return
+        session.record.announced = True
+        self.host.notify(
+            self.host.channels[ROOT_URI],
+            "root/sessionAdded",
+            {"channel": ROOT_URI, "summary": self.summary(session)},
+        )
+        self.host.emit(session.channel, {"type": "session/ready"})
+        self.save_session(session)
+
+    async def dispose(self, session: LiveSession) -> None:
+        for chat in list(session.chats.values()):
+            await self._close_chat(chat, cancel=True)
+            self.chats.pop(chat.record.uri, None)
+            self._drop_channel(chat.channel)
+        self.sessions.pop(session.record.uri, None)
+        self._drop_channel(session.channel)
+        if session.record.announced:
+            self.host.notify(
+                self.host.channels[ROOT_URI],
+                "root/sessionRemoved",
+                {"channel": ROOT_URI, "session": session.record.uri},
+            )
+        self._update_active_count()
+        uri = session.record.uri
+        self.host.writes.later(f"session:{uri}", lambda: self.host.store.delete_session(uri))
+
+    def _drop_channel(self, channel: Channel) -> None:
+        self.host.channels.pop(channel.uri, None)
+        for conn in list(channel.subscribers):
+            self.host.unsubscribe(conn, channel)
+
+    async def _close_chat(self, chat: LiveChat, *, cancel: bool) -> None:
+        if chat.runner is not None and cancel:
+            chat.runner.end("cancelled")
+        if chat.agent_chat is not None:
+            agent_chat, chat.agent_chat = chat.agent_chat, None
+            try:
+                if cancel:
+                    await agent_chat.cancel()
+                await agent_chat.close()
+            except Exception:
+                log.exception("closing the backend of %s failed", chat.record.uri)
+        if chat.task is not None and cancel:
+            chat.task.cancel()
+
+    def listing(self) -> list[dict[str, Any]]:
+        """Every announced session, most recently modified first."""
+        live = [s for s in self.sessions.values() if s.record.announced]
+        live.sort(key=lambda s: (s.record.modified_ms, s.record.uri), reverse=True)
+        return [self.summary(s) for s in live]
+
+    # -- persistence ----------------------------------------------------------------------
+
+    def save_session(self, session: LiveSession) -> None:
+        data = session.record.to_json()
+        self.host.writes.later(
+            f"session:{session.record.uri}", lambda: self.host.store.save_session(data)
+        )
+
+    def save_chat(self, chat: LiveChat) -> None:
+        data = chat.record.to_json()
+        self.host.writes.later(f"chat:{chat.record.uri}", lambda: self.host.store.save_chat(data))
+
+    # -- turns ----------------------------------------------------------------------------
+
+    def start_turn(self, chat: LiveChat, action: dict[str, Any]) -> None:
+        """A turnStarted has been said on the chat: run it with the chat's backend."""
+        session = chat.session
+        self.announce(session)
+        turn_id: str = action["turnId"]
+        started = now_ms()
+        runner = TurnRunner(chat, turn_id, started, self.host.settings.delta_window_ms)
+        chat.runner = runner
+        text = str(action.get("message", {}).get("text", ""))
+        if not session.channel.state["title"] and text.strip():
+            # An untitled row is one nobody can find again: name it after its first message.
+            title = " ".join(text.split())[:80]
+            self.host.emit(session.channel, {"type": "session/titleChanged", "title": title})
+            session.record.title = title
+        self._touch(session)
+        self._update_active_count()
+        position = len(chat.record.turns)
+        running = {
+            "id": turn_id,
+            "startedAt": action.get("startedAt") or iso(started),
+            "message": action.get("message"),
+            "responseParts": [],
+            "state": "running",
+        }
+        self.host.writes.later(
+            f"turn:{chat.record.uri}:{turn_id}",
+            _save_turn(self.host, chat.record.uri, position, running),
+        )
+        chat.task = asyncio.get_running_loop().create_task(
+            self._run(chat, runner, TurnRequest(turn_id, text, _model(action)), position)
+        )
+
+    async def _run(
+        self, chat: LiveChat, runner: TurnRunner, request: TurnRequest, position: int
+    ) -> None:
+        completed = False
+        try:
+            agent_chat = await self._agent_chat(chat)
+            end = await agent_chat.run_turn(request, runner)
+            completed = end.state == "complete" and not runner.ended
+            runner.end(end.state, end.message)
+        except BackendError as exc:
+            runner.end("error", str(exc))
+        except asyncio.CancelledError:
+            runner.end("cancelled")
+            raise
+        except Exception as exc:
+            log.exception("turn %s of %s failed", request.turn_id, chat.record.uri)
+            runner.end("error", f"The agent failed: {exc}")
+        finally:
+            self._finish(chat, runner, position, take_queued=completed)
+
+    async def _agent_chat(self, chat: LiveChat) -> AgentChat:
+        async with chat.opening:
+            if chat.agent_chat is not None:
+                return chat.agent_chat
+            record = chat.session.record
+            agent = self.agents.get(record.provider)
+            if agent is None:
+                raise BackendError(f"No agent is configured for provider {record.provider!r}")
+            history = [
+                {"user": t["message"].get("text", ""), "assistant": _assistant_text(t)}
+                for t in chat.record.turns
+                if t.get("state") == "complete"
+            ]
+            state_dir = None
+            if self.state_dir is not None:
+                state_dir = self.state_dir / "agents" / record.provider
+            context = ChatContext(
+                chat=chat.record.uri,
+                working_directories=[_path(u) for u in record.working_directories] or [Path.cwd()],
+                backend_id=chat.record.backend_id,
+                history=history,
+                config=dict(chat.session.channel.state["config"]["values"]),
+                state_dir=state_dir,
+            )
+            chat.agent_chat = await agent.open_chat(context)
+            if chat.agent_chat.backend_id != chat.record.backend_id:
+                chat.record.backend_id = chat.agent_chat.backend_id
+                self.save_chat(chat)
+            return chat.agent_chat
+
+    def _finish(
+        self, chat: LiveChat, runner: TurnRunner, position: int, *, take_queued: bool
+    ) -> None:
+        if chat.runner is runner:
+            chat.runner = None
+            chat.task = None
+        turns = chat.state().get("turns", [])
+        finished = next((t for t in reversed(turns) if t.get("id") == runner.turn_id), None)
+        if finished is not None:
+            chat.record.turns.append(finished)
+            self.host.writes.later(
+                f"turn:{chat.record.uri}:{runner.turn_id}",
+                _save_turn(self.host, chat.record.uri, position, finished),
+            )
+        session = chat.session
+        self._touch(session)
+        self._update_active_count()
+        self._chat_row_moved(chat)
+        # A stopped or failed turn leaves the queue waiting for the client's next move.
+        if take_queued:
+            self._take_queued(chat)
+
+    def _take_queued(self, chat: LiveChat) -> None:
+        """A queued message starts the next turn when one ends."""
+        if chat.runner is not None:
+            return
+        queued = chat.state().get("queuedMessages") or []
+        if not queued or chat.session.record.uri not in self.sessions:
+            return
+        head = queued[0]
+        self.host.emit(
+            chat.channel, {"type": "chat/pendingMessageRemoved", "kind": "queued", "id": head["id"]}
+        )
+        action = {
+            "type": "chat/turnStarted",
+            "turnId": str(uuid.uuid4()),
+            "startedAt": iso(now_ms()),
+            "message": head["message"],
+            "queuedMessageId": head["id"],
+        }
+        self.host.emit(chat.channel, action)
+        self.start_turn(chat, action)
+
+    def _touch(self, session: LiveSession) -> None:
+        session.record.modified_ms = now_ms()
+        self.save_session(session)
+        if session.record.announced:
+            summary = self.summary(session)
+            changes = {k: summary[k] for k in ("title", "status", "modifiedAt", "chats")}
+            self.host.notify(
+                self.host.channels[ROOT_URI],
+                "root/sessionSummaryChanged",
+                {"channel": ROOT_URI, "session": session.record.uri, "changes": changes},
+            )
+
+    def _chat_row_moved(self, chat: LiveChat) -> None:
+        """Mirror a chat's row into its session's catalogue where it moved."""
+        state = chat.state()
+        row = next(
+            (c for c in chat.session.channel.state["chats"] if c["resource"] == chat.record.uri),
+            None,
+        )
+        if row is None:
+            return
+        changes = {
+            key: state[key]
+            for key in ("title", "status", "modifiedAt")
+            if key in state and row.get(key) != state[key]
+        }
+        if changes:
+            self.host.emit(
+                chat.session.channel,
+                {"type": "session/chatUpdated", "chat": chat.record.uri, "changes": changes},
+            )
+
+    def _update_active_count(self) -> None:
+        count = sum(1 for s in self.sessions.values() if s.running)
+        root = self.host.channels[ROOT_URI]
+        if root.state.get("activeSessions") != count:
+            self.host.emit(root, {"type": "root/activeSessionsChanged", "activeSessions": count})
+
+    def turn_began(self, chat: LiveChat) -> None:
+        """After a client's turnStarted is said: its row, then the run."""
+        self._chat_row_moved(chat)
+
+    async def shutdown(self) -> None:
+        for chat in list(self.chats.values()):
+            await self._close_chat(chat, cancel=False)
+
+
+def _save_turn(host: Host, chat: str, position: int, turn: dict[str, Any]) -> Any:
+    async def write() -> None:
+        await host.store.save_turn(chat, position, turn)
+
+    return write
+
+
+def _assistant_text(turn: Mapping[str, Any]) -> str:
+    return "".join(
+        p.get("content", "") for p in turn.get("responseParts", []) if p.get("kind") == "markdown"
+    )
+
+
+def _model(action: Mapping[str, Any]) -> str | None:
+    model = action.get("message", {}).get("model")
+    if isinstance(model, dict) and isinstance(model.get("id"), str):
+        return str(model["id"])
+    return None
+
+
+def _path(uri: str) -> Path:
+    from urllib.parse import unquote, urlsplit
+
+    parts = urlsplit(uri)
+    return Path(unquote(parts.path)) if parts.scheme == "file" else Path(uri)
+
+
+def interrupted(turn: dict[str, Any]) -> dict[str, Any]:
+    """A turn the last process left running, read back ended in error."""
+    ended = dict(turn)
+    ended["state"] = "error"
+    ended["responseParts"] = [
+        *turn.get("responseParts", []),
+        {"kind": "error", "error": {"errorType": "executionInterrupted", "message": INTERRUPTED}},
+    ]
+    ended.setdefault("duration", 0)
+    return ended

@@ -1,0 +1,310 @@
+"""A running turn: what a backend reports, said as the protocol's chat actions.
+
+The protocol's rules live here so no backend has to know them: a response part is opened before
+it streams and thinking goes in a part of its own; text is coalesced per part within the delta
+window; a tool call is started before it is ready, and is ready with `confirmed: 'not-needed'`
+unless a person was asked; a question a person must answer is mirrored to the session's
+`inputNeeded`; and a turn has exactly one ending.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..backends.base import PermissionAnswer, PermissionOption
+from .clock import now_ms
+
+if TYPE_CHECKING:
+    from .sessions import LiveChat
+
+log = logging.getLogger("ahpd.turns")
+
+_part_numbers = itertools.count(1)
+
+
+class TurnRunner:
+    """Implements the backends' TurnEvents for one turn of one chat."""
+
+    def __init__(self, chat: LiveChat, turn_id: str, started_ms: int, window_ms: int) -> None:
+        self.chat = chat
+        self.turn_id = turn_id
+        self.started_ms = started_ms
+        self.window_ms = window_ms
+        #: Set once the turn has its ending; every later report is dropped.
+        self.ended = False
+        self._kind: str | None = None  # "markdown" | "reasoning" | None: the part being filled
+        self._part_id: str | None = None
+        self._part_opened = False
+        self._buffer: list[str] = []
+        self._flush_handle: asyncio.TimerHandle | None = None
+        #: toolCallId -> "streaming" | "pending-confirmation" | "running" | "done"
+        self.calls: dict[str, str] = {}
+        self._titles: dict[str, str] = {}
+        self._questions: dict[str, tuple[asyncio.Future[PermissionAnswer], list[str]]] = {}
+
+    # -- saying actions -------------------------------------------------------------------
+
+    def _say(self, action: dict[str, Any]) -> None:
+        if not self.ended:
+            self.chat.say(action)
+
+    def duration(self) -> int:
+        return max(0, now_ms() - self.started_ms)
+
+    # -- streamed text --------------------------------------------------------------------
+
+    def text(self, content: str) -> None:
+        self._append("markdown", content)
+
+    def reasoning(self, content: str) -> None:
+        self._append("reasoning", content)
+
+    def _append(self, kind: str, content: str) -> None:
+        if self.ended or not content:
+            return
+        if self._kind != kind:
+            self._close_part()
+            self._kind = kind
+            self._part_id = f"{kind}-{next(_part_numbers)}"
+            self._part_opened = False
+        self._buffer.append(content)
+        if not self.window_ms:
+            self.flush()
+        elif self._flush_handle is None:
+            self._flush_handle = asyncio.get_running_loop().call_later(
+                self.window_ms / 1000, self.flush
+            )
+
+    def flush(self) -> None:
+        """Say what the current part has gathered: the part itself, or one delta."""
+        if self._flush_handle is not None:
+            self._flush_handle.cancel()
+            self._flush_handle = None
+        if not self._buffer or self._kind is None or self._part_id is None:
+            return
+        content = "".join(self._buffer)
+        self._buffer.clear()
+        if not self._part_opened:
+            self._part_opened = True
+            self._say(
+                {
+                    "type": "chat/responsePart",
+                    "turnId": self.turn_id,
+                    "part": {"kind": self._kind, "id": self._part_id, "content": content},
+                }
+            )
+        else:
+            action_type = "chat/delta" if self._kind == "markdown" else "chat/reasoning"
+            self._say(
+                {
+                    "type": action_type,
+                    "turnId": self.turn_id,
+                    "partId": self._part_id,
+                    "content": content,
+                }
+            )
+
+    def _close_part(self) -> None:
+        self.flush()
+        self._kind = None
+        self._part_id = None
+        self._part_opened = False
+
+    # -- tool calls -----------------------------------------------------------------------
+
+    def tool_call(
+        self,
+        call_id: str,
+        *,
+        name: str,
+        title: str | None = None,
+        kind: str | None = None,
+        partial_input: str | None = None,
+    ) -> None:
+        if self.ended:
+            return
+        if call_id not in self.calls:
+            self._close_part()
+            self.calls[call_id] = "streaming"
+            self._titles[call_id] = title or name
+            action: dict[str, Any] = {
+                "type": "chat/toolCallStart",
+                "turnId": self.turn_id,
+                "toolCallId": call_id,
+                "toolName": name,
+                "displayName": title or name,
+            }
+            if kind:
+                # Not protocol: the key the reference client routes a row's renderer by.
+                action["_meta"] = {"toolKind": kind}
+            self._say(action)
+        elif title:
+            self._titles[call_id] = title
+        if partial_input and self.calls[call_id] == "streaming":
+            self._say(
+                {
+                    "type": "chat/toolCallDelta",
+                    "turnId": self.turn_id,
+                    "toolCallId": call_id,
+                    "content": partial_input,
+                }
+            )
+
+    async def permission(
+        self,
+        call_id: str,
+        *,
+        title: str,
+        tool_input: str | None,
+        options: Sequence[PermissionOption] = (),
+    ) -> PermissionAnswer:
+        if self.ended:
+            return PermissionAnswer(False)
+        self.tool_call(call_id, name=title, title=title)
+        if self.calls[call_id] != "streaming":
+            log.warning("permission asked for call %s in state %s", call_id, self.calls[call_id])
+        self._titles[call_id] = title
+        ready: dict[str, Any] = {
+            "type": "chat/toolCallReady",
+            "turnId": self.turn_id,
+            "toolCallId": call_id,
+            "invocationMessage": title,
+        }
+        if tool_input is not None:
+            ready["toolInput"] = tool_input
+        if options:
+            ready["options"] = [
+                {"id": o.option_id, "label": o.label, "kind": o.kind} for o in options
+            ]
+        self.calls[call_id] = "pending-confirmation"
+        self._say(ready)
+        future: asyncio.Future[PermissionAnswer] = asyncio.get_running_loop().create_future()
+        self._questions[call_id] = (future, [o.option_id for o in options])
+        self.chat.raise_input_needed(self.turn_id, call_id)
+        try:
+            return await future
+        finally:
+            self._questions.pop(call_id, None)
+            self.chat.settle_input_needed(self.turn_id, call_id)
+
+    def answer(self, call_id: str, approved: bool, option_id: str | None) -> bool:
+        """A person's answer, said already; hands it to the backend waiting on it."""
+        question = self._questions.get(call_id)
+        if question is None or question[0].done():
+            return False
+        self.calls[call_id] = "running" if approved else "done"
+        question[0].set_result(PermissionAnswer(approved, option_id))
+        return True
+
+    def tool_running(
+        self, call_id: str, *, title: str | None = None, tool_input: str | None = None
+    ) -> None:
+        if self.ended:
+            return
+        if call_id not in self.calls:
+            self.tool_call(call_id, name=title or call_id, title=title)
+        if self.calls[call_id] != "streaming":
+            return
+        self.calls[call_id] = "running"
+        action: dict[str, Any] = {
+            "type": "chat/toolCallReady",
+            "turnId": self.turn_id,
+            "toolCallId": call_id,
+            "invocationMessage": title or self._titles.get(call_id, call_id),
+            "confirmed": "not-needed",
+        }
+        if tool_input is not None:
+            action["toolInput"] = tool_input
+        self._say(action)
+
+    def tool_result(
+        self,
+        call_id: str,
+        *,
+        success: bool,
+        message: str,
+        output: str | None = None,
+        error: str | None = None,
+    ) -> None:
+        if self.ended:
+            return
+        state = self.calls.get(call_id)
+        if state in (None, "streaming"):
+            self.tool_running(call_id, title=message)
+        elif state == "done":
+            return
+        self.calls[call_id] = "done"
+        result: dict[str, Any] = {"success": success, "pastTenseMessage": message}
+        if output:
+            result["content"] = [{"type": "text", "text": output}]
+        if error:
+            result["error"] = {"message": error}
+        self._say(
+            {
+                "type": "chat/toolCallComplete",
+                "turnId": self.turn_id,
+                "toolCallId": call_id,
+                "result": result,
+            }
+        )
+
+    def usage(
+        self, *, input_tokens: int | None, output_tokens: int | None, model: str | None
+    ) -> None:
+        usage = {
+            key: value
+            for key, value in (
+                ("inputTokens", input_tokens),
+                ("outputTokens", output_tokens),
+                ("model", model),
+            )
+            if value is not None
+        }
+        if usage:
+            self._say({"type": "chat/usage", "turnId": self.turn_id, "usage": usage})
+
+    # -- the ending -----------------------------------------------------------------------
+
+    def end(self, state: str, message: str = "") -> None:
+        """Say the turn's one ending (complete, cancelled or error) unless it has one."""
+        if self.ended:
+            return
+        self._close_part()
+        ending: dict[str, Any] = {"turnId": self.turn_id, "duration": self.duration()}
+        if state == "complete":
+            ending["type"] = "chat/turnComplete"
+        elif state == "cancelled":
+            ending["type"] = "chat/turnCancelled"
+        else:
+            ending["type"] = "chat/error"
+            ending["part"] = {
+                "kind": "error",
+                "error": {"errorType": "backendError", "message": message or "The turn failed."},
+            }
+        self._say(ending)
+        self.stop()
+
+    def stop(self) -> None:
+        """The turn has its ending (said here or by a client): drop whatever comes after."""
+        if self._flush_handle is not None:
+            self._flush_handle.cancel()
+            self._flush_handle = None
+        self._buffer.clear()
+        self.ended = True
+        for future, _ in list(self._questions.values()):
+            if not future.done():
+                future.set_result(PermissionAnswer(False))
+
+
+def tool_input_text(value: Any) -> str | None:
+    """A tool's input as the text ToolInput carries."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value
+    return json.dumps(value)

@@ -1,0 +1,421 @@
+"""Sessions, chats and turns end to end, with the OpenAI-compatible backend against a local
+server speaking the chat-completions stream (tests/support/fake_openai.py)."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.support.client import Client, RpcError
+from tests.support.fake_openai import FakeOpenAi
+from tests.support.server import ServerProcess
+
+ROOT = "ahp-root://"
+
+
+@pytest.fixture(scope="module")
+def workdir():
+    with tempfile.TemporaryDirectory(prefix="ahpd-work-") as path:
+        yield Path(path)
+
+
+@pytest.fixture(scope="module")
+def model():
+    fake = FakeOpenAi()
+    yield fake
+    fake.close()
+
+
+@pytest.fixture(scope="module")
+def server(model, workdir):
+    config = workdir.parent / f"agents-{uuid.uuid4().hex}.json"
+    config.write_text(
+        json.dumps(
+            {
+                "agents": [
+                    {
+                        "provider": "local",
+                        "kind": "openai",
+                        "displayName": "Local model",
+                        "baseUrl": model.url,
+                        "model": "fake-coder",
+                        "apiKey": "none",
+                    },
+                    {
+                        "provider": "other",
+                        "kind": "openai",
+                        "displayName": "Another model",
+                        "baseUrl": model.url,
+                        "model": "fake-other",
+                        "apiKey": "none",
+                    },
+                ]
+            }
+        )
+    )
+    process = ServerProcess(env_extra={"AHPD_CONFIG": str(config)}).start()
+    yield process
+    process.close()
+    config.unlink()
+
+
+def message(text: str) -> dict:
+    return {"text": text, "origin": {"kind": "user"}}
+
+
+def turn(text: str) -> dict:
+    return {
+        "type": "chat/turnStarted",
+        "turnId": str(uuid.uuid4()),
+        "startedAt": "2026-11-30T10:00:00.000Z",
+        "message": message(text),
+    }
+
+
+async def new_session(client: Client, workdir: Path, provider: str = "local") -> tuple[str, str]:
+    uri = f"ahp-session:/{uuid.uuid4()}"
+    assert (
+        await client.request(
+            "createSession",
+            {
+                "channel": uri,
+                "provider": provider,
+                "workingDirectories": [workdir.as_uri()],
+                "activeClient": {"clientId": client.client_id, "tools": []},
+            },
+        )
+        is None
+    )
+    snapshot = (await client.request("subscribe", {"channel": uri}))["snapshot"]
+    chat = snapshot["state"]["defaultChat"]
+    await client.request("subscribe", {"channel": chat})
+    return uri, chat
+
+
+def ended(chat: str, turn_id: str):
+    endings = ("chat/turnComplete", "chat/turnCancelled", "chat/error")
+    return lambda e: (
+        e["channel"] == chat
+        and e["action"]["type"] in endings
+        and e["action"].get("turnId") == turn_id
+    )
+
+
+async def run_turn(client: Client, chat: str, text: str) -> dict:
+    action = turn(text)
+    await client.dispatch_and_wait(chat, action)
+    return await client.wait_action(ended(chat, action["turnId"]), timeout=30)
+
+
+async def test_root_state_lists_the_configured_agents(server, connect):
+    client = await connect(server.url)
+    result = await client.initialize()
+    agents = result["snapshots"][0]["state"]["agents"]
+    assert [a["provider"] for a in agents] == ["local", "other"]
+    assert agents[0]["displayName"] == "Local model"
+    assert agents[0]["models"][0]["id"] == "fake-coder"
+
+
+async def test_a_fresh_session_is_provisional_until_its_first_message(server, connect, workdir):
+    client = await connect(server.url)
+    await client.initialize()
+    uri, chat = await new_session(client, workdir)
+    state = client.tracked[uri][0]
+    assert state["lifecycle"] == "creating"
+    assert state["activeClients"] == [{"clientId": client.client_id, "tools": []}]
+    assert [c["resource"] for c in state["chats"]] == [chat]
+    listed = (await client.request("listSessions", {"channel": ROOT}))["items"]
+    assert uri not in [s["resource"] for s in listed]
+
+    end = await run_turn(client, chat, "hello there")
+    assert end["action"]["type"] == "chat/turnComplete"
+    assert end["action"]["duration"] >= 0
+    added = await client.wait_for(
+        lambda: next(
+            (
+                p
+                for m, p in client.notifications
+                if m == "root/sessionAdded" and p["summary"]["resource"] == uri
+            ),
+            None,
+        )
+    )
+    assert added["summary"]["provider"] == "local"
+    await client.wait_action(
+        lambda e: e["channel"] == uri and e["action"]["type"] == "session/ready"
+    )
+    listed = (await client.request("listSessions", {"channel": ROOT}))["items"]
+    row = next(s for s in listed if s["resource"] == uri)
+    assert row["title"] == "hello there"
+    await client.assert_conforms(chat)
+    await client.assert_conforms(uri)
+    turns = client.tracked[chat][0]["turns"]
+    assert turns[-1]["state"] == "complete"
+    parts = turns[-1]["responseParts"]
+    assert [p["kind"] for p in parts] == ["reasoning", "markdown"]
+    assert parts[1]["content"] == "echo: hello there"
+
+
+async def test_the_clients_turn_is_said_back_with_its_origin(server, connect, workdir):
+    client = await connect(server.url)
+    await client.initialize()
+    _, chat = await new_session(client, workdir)
+    action = turn("echo me")
+    echo = await client.dispatch_and_wait(chat, action)
+    assert "rejectionReason" not in echo
+    assert echo["action"]["turnId"] == action["turnId"]
+    await client.wait_action(ended(chat, action["turnId"]), timeout=30)
+
+
+async def test_a_tool_call_approved_runs_and_one_refused_does_not(server, connect, workdir):
+    client = await connect(server.url)
+    await client.initialize()
+    _, chat = await new_session(client, workdir)
+    for approved, name in ((True, "approved.txt"), (False, "refused.txt")):
+        action = turn(f"write {name} hello")
+        await client.dispatch(chat, action)
+        ready = await client.wait_action(
+            lambda e: (
+                e["channel"] == chat
+                and e["action"]["type"] == "chat/toolCallReady"
+                and e["action"]["turnId"] == action["turnId"]
+            ),
+            timeout=30,
+        )
+        assert "confirmed" not in ready["action"]
+        call_id = ready["action"]["toolCallId"]
+        needed = await client.wait_action(
+            lambda e: (
+                e["action"]["type"] == "session/inputNeededSet"
+                and e["action"]["request"]["turnId"] == action["turnId"]
+            )
+        )
+        assert needed["action"]["request"]["kind"] == "toolConfirmation"
+        answer = {
+            "type": "chat/toolCallConfirmed",
+            "turnId": action["turnId"],
+            "toolCallId": call_id,
+            "approved": approved,
+        }
+        answer.update({"confirmed": "user-action"} if approved else {"reason": "denied"})
+        echo = await client.dispatch_and_wait(chat, answer)
+        assert "rejectionReason" not in echo
+        end = await client.wait_action(ended(chat, action["turnId"]), timeout=30)
+        assert end["action"]["type"] == "chat/turnComplete"
+        assert (workdir / name).exists() is approved
+    await client.assert_conforms(chat)
+
+
+async def test_answering_a_call_that_is_not_waiting_is_refused(server, connect, workdir):
+    client = await connect(server.url)
+    await client.initialize()
+    _, chat = await new_session(client, workdir)
+    refusal = await client.dispatch_and_wait(
+        chat,
+        {
+            "type": "chat/toolCallConfirmed",
+            "turnId": "t",
+            "toolCallId": "nope",
+            "approved": True,
+            "confirmed": "user-action",
+        },
+    )
+    assert refusal["rejectionReason"] == "Tool call nope is not waiting for confirmation"
+
+
+async def test_a_stop_ends_the_turn_for_every_client_at_once(server, connect, workdir):
+    a = await connect(server.url)
+    await a.initialize()
+    uri, chat = await new_session(a, workdir)
+    b = await connect(server.url)
+    await b.initialize()
+    await b.request("subscribe", {"channel": chat})
+    action = turn("slow")
+    await a.dispatch(chat, action)
+    await b.wait_action(
+        lambda e: e["channel"] == chat and e["action"]["type"] == "chat/delta", timeout=30
+    )
+    stop = {"type": "chat/turnCancelled", "turnId": action["turnId"], "duration": 10}
+    echo = await a.dispatch_and_wait(chat, stop)
+    assert "rejectionReason" not in echo
+    seen_by_b = await b.wait_action(lambda e: e["serverSeq"] == echo["serverSeq"])
+    assert seen_by_b["action"]["type"] == "chat/turnCancelled"
+    await a.settle()
+    endings = [e for e in a.actions if ended(chat, action["turnId"])(e)]
+    assert len(endings) == 1
+    # Nothing more is said for the stopped turn.
+    after = [
+        e
+        for e in b.actions
+        if e["serverSeq"] > echo["serverSeq"]
+        and e["channel"] == chat
+        and e["action"].get("turnId") == action["turnId"]
+    ]
+    assert after == []
+    await a.assert_conforms(chat)
+    await b.assert_conforms(chat)
+    # The chat takes its next turn.
+    assert (await run_turn(a, chat, "again"))["action"]["type"] == "chat/turnComplete"
+
+
+async def test_two_clients_on_one_session_see_the_same_stream(server, connect, workdir):
+    a = await connect(server.url)
+    await a.initialize()
+    uri, chat = await new_session(a, workdir)
+    b = await connect(server.url)
+    await b.initialize()
+    await b.request("subscribe", {"channel": chat})
+    end = await run_turn(a, chat, "shared words here")
+    await b.wait_action(lambda e: e["serverSeq"] == end["serverSeq"])
+    seq_a = [e["serverSeq"] for e in a.actions if e["channel"] == chat]
+    seq_b = [e["serverSeq"] for e in b.actions if e["channel"] == chat]
+    assert [s for s in seq_a if s in seq_b] == seq_b[-len([s for s in seq_a if s in seq_b]) :]
+    await a.assert_conforms(chat)
+    await b.assert_conforms(chat)
+
+
+async def test_a_queued_message_set_while_idle_starts_a_turn(server, connect, workdir):
+    client = await connect(server.url)
+    await client.initialize()
+    _, chat = await new_session(client, workdir)
+    await client.dispatch_and_wait(
+        chat,
+        {
+            "type": "chat/pendingMessageSet",
+            "kind": "queued",
+            "id": "q1",
+            "message": message("from the queue"),
+        },
+    )
+    started = await client.wait_action(
+        lambda e: (
+            e["channel"] == chat
+            and e["action"]["type"] == "chat/turnStarted"
+            and e["action"].get("queuedMessageId") == "q1"
+        )
+    )
+    await client.wait_action(ended(chat, started["action"]["turnId"]), timeout=30)
+    await client.assert_conforms(chat)
+
+
+async def test_steering_is_refused_in_the_reference_words(server, connect, workdir):
+    client = await connect(server.url)
+    await client.initialize()
+    _, chat = await new_session(client, workdir)
+    refusal = await client.dispatch_and_wait(
+        chat,
+        {
+            "type": "chat/pendingMessageSet",
+            "kind": "steering",
+            "id": "s1",
+            "message": message("steer"),
+        },
+    )
+    assert refusal["rejectionReason"] == "The session provider does not support steering messages."
+
+
+@pytest.mark.parametrize(
+    ("params", "code"),
+    [
+        ({"provider": "nobody"}, -32002),
+        ({"provider": "local", "activeClient": {"clientId": "someone-else", "tools": []}}, -32602),
+        ({"provider": "local", "workingDirectories": ["/not/a/uri"]}, -32602),
+    ],
+)
+async def test_create_session_refusals(server, connect, params, code):
+    client = await connect(server.url)
+    await client.initialize()
+    with pytest.raises(RpcError) as refused:
+        await client.request("createSession", {"channel": f"ahp-session:/{uuid.uuid4()}", **params})
+    assert refused.value.code == code
+
+
+async def test_a_session_uri_held_for_another_agent_is_already_exists(server, connect, workdir):
+    client = await connect(server.url)
+    await client.initialize()
+    uri, _ = await new_session(client, workdir)
+    assert await client.request("createSession", {"channel": uri, "provider": "local"}) is None
+    with pytest.raises(RpcError) as refused:
+        await client.request("createSession", {"channel": uri, "provider": "other"})
+    assert refused.value.code == -32003
+
+
+async def test_list_sessions_pages_only_when_asked(server, connect, workdir):
+    client = await connect(server.url)
+    await client.initialize()
+    for _ in range(3):
+        _, chat = await new_session(client, workdir)
+        await run_turn(client, chat, "listed")
+    everything = (await client.request("listSessions", {"channel": ROOT}))["items"]
+    assert "nextCursor" not in (await client.request("listSessions", {"channel": ROOT}))
+    modified = [s["modifiedAt"] for s in everything]
+    assert modified == sorted(modified, reverse=True)
+    first = await client.request("listSessions", {"channel": ROOT, "limit": 2})
+    assert len(first["items"]) == 2
+    second = await client.request(
+        "listSessions", {"channel": ROOT, "limit": 2, "cursor": first["nextCursor"]}
+    )
+    assert [s["resource"] for s in first["items"] + second["items"]] == [
+        s["resource"] for s in everything
+    ][: 2 + len(second["items"])]
+    with pytest.raises(RpcError) as refused:
+        await client.request("listSessions", {"channel": ROOT, "cursor": "bogus!"})
+    assert refused.value.code == -32602
+
+
+async def test_resolve_session_config_answers_the_backends_schema(server, connect):
+    client = await connect(server.url)
+    await client.initialize()
+    result = await client.request(
+        "resolveSessionConfig",
+        {"channel": ROOT, "provider": "local", "config": {"permissionMode": "acceptEdits"}},
+    )
+    assert "permissionMode" in result["schema"]["properties"]
+    assert result["values"]["permissionMode"] == "acceptEdits"
+
+
+async def test_dispose_session_removes_it_for_everyone(server, connect, workdir):
+    client = await connect(server.url)
+    await client.initialize()
+    uri, chat = await new_session(client, workdir)
+    await run_turn(client, chat, "soon gone")
+    assert await client.request("disposeSession", {"channel": uri}) is None
+    await client.wait_for(
+        lambda: any(
+            m == "root/sessionRemoved" and p["session"] == uri for m, p in client.notifications
+        )
+    )
+    with pytest.raises(RpcError) as refused:
+        await client.request("subscribe", {"channel": uri})
+    assert refused.value.code == -32001
+    listed = (await client.request("listSessions", {"channel": ROOT}))["items"]
+    assert uri not in [s["resource"] for s in listed]
+
+
+async def test_sessions_chats_and_turns_come_back_after_a_restart(server, connect, workdir, model):
+    client = await connect(server.url)
+    await client.initialize()
+    uri, chat = await new_session(client, workdir)
+    await run_turn(client, chat, "remember the word banana")
+    await client.close()
+    server.restart()
+    again = await Client.open(server.url)
+    try:
+        await again.initialize()
+        listed = (await again.request("listSessions", {"channel": ROOT}))["items"]
+        assert uri in [s["resource"] for s in listed]
+        state = (await again.request("subscribe", {"channel": chat}))["snapshot"]["state"]
+        assert state["turns"][0]["message"]["text"] == "remember the word banana"
+        await again.request("subscribe", {"channel": uri})
+        before = len(model.requests)
+        end = await run_turn(again, chat, "what was the word")
+        assert end["action"]["type"] == "chat/turnComplete"
+        sent = json.dumps(model.requests[before]["messages"])
+        assert "remember the word banana" in sent
+    finally:
+        await again.close()
+        again.assert_schema_clean()
