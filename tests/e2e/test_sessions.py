@@ -177,12 +177,13 @@ async def test_a_tool_call_approved_runs_and_one_refused_does_not(server, connec
     _, chat = await new_session(client, workdir)
     for approved, name in ((True, "approved.txt"), (False, "refused.txt")):
         action = turn(f"write {name} hello")
+        turn_id = action["turnId"]
         await client.dispatch(chat, action)
         ready = await client.wait_action(
             lambda e: (
                 e["channel"] == chat
                 and e["action"]["type"] == "chat/toolCallReady"
-                and e["action"]["turnId"] == action["turnId"]
+                and e["action"]["turnId"] == turn_id  # noqa: B023 (awaited in this iteration)
             ),
             timeout=30,
         )
@@ -191,7 +192,7 @@ async def test_a_tool_call_approved_runs_and_one_refused_does_not(server, connec
         needed = await client.wait_action(
             lambda e: (
                 e["action"]["type"] == "session/inputNeededSet"
-                and e["action"]["request"]["turnId"] == action["turnId"]
+                and e["action"]["request"]["turnId"] == turn_id  # noqa: B023
             )
         )
         assert needed["action"]["request"]["kind"] == "toolConfirmation"
