@@ -320,7 +320,7 @@ class Sessions:
             title = " ".join(text.split())[:80]
             self.host.emit(session.channel, {"type": "session/titleChanged", "title": title})
             session.record.title = title
-        self._touch(session)
+        self.touch(session)
         self._update_active_count()
         position = len(chat.record.turns)
         running = {
@@ -403,14 +403,14 @@ class Sessions:
                 _save_turn(self.host, chat.record.uri, position, finished),
             )
         session = chat.session
-        self._touch(session)
+        self.touch(session)
         self._update_active_count()
-        self._chat_row_moved(chat)
+        self.chat_row_moved(chat)
         # A stopped or failed turn leaves the queue waiting for the client's next move.
         if take_queued:
-            self._take_queued(chat)
+            self.take_queued(chat)
 
-    def _take_queued(self, chat: LiveChat) -> None:
+    def take_queued(self, chat: LiveChat) -> None:
         """A queued message starts the next turn when one ends."""
         if chat.runner is not None:
             return
@@ -431,7 +431,7 @@ class Sessions:
         self.host.emit(chat.channel, action)
         self.start_turn(chat, action)
 
-    def _touch(self, session: LiveSession) -> None:
+    def touch(self, session: LiveSession) -> None:
         session.record.modified_ms = now_ms()
         self.save_session(session)
         if session.record.announced:
@@ -443,7 +443,7 @@ class Sessions:
                 {"channel": ROOT_URI, "session": session.record.uri, "changes": changes},
             )
 
-    def _chat_row_moved(self, chat: LiveChat) -> None:
+    def chat_row_moved(self, chat: LiveChat) -> None:
         """Mirror a chat's row into its session's catalogue where it moved."""
         state = chat.state()
         row = next(
@@ -471,7 +471,7 @@ class Sessions:
 
     def turn_began(self, chat: LiveChat) -> None:
         """After a client's turnStarted is said: its row, then the run."""
-        self._chat_row_moved(chat)
+        self.chat_row_moved(chat)
 
     async def shutdown(self) -> None:
         for chat in list(self.chats.values()):

@@ -63,9 +63,9 @@ async def dispatch_action(host: Host, conn: Connection, params: dict[str, Any]) 
         host.emit(target, action, origin=origin, sender=conn)
 
     if target.kind == "session":
-        reason = session_action(host, conn, host.sessions.sessions[target.uri], action, say)
+        reason = session_action(host.sessions.sessions[target.uri], action, say)
     elif target.kind == "chat":
-        reason = chat_action(host, conn, host.sessions.chats[target.uri], action, say)
+        reason = chat_action(host.sessions.chats[target.uri], action, say)
     else:
         reason = f"{action_type} is not supported by this host yet"
     if reason is not None:
