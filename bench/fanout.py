@@ -15,16 +15,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import base64
-import os
-import socket
 import statistics
-import struct
 import subprocess
 import sys
 import time
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import orjson
 import websockets
@@ -32,100 +27,40 @@ import websockets
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench.rawws import RawSocket  # noqa: E402
 from tests.support.server import TOKEN, ServerProcess  # noqa: E402
 
 ROOT = "ahp-root://"
 
 
-class Subscriber(asyncio.Protocol):
-    """A bare WebSocket reader, so the clients cost as little as they can.
-
-    With 100 subscribers in one process, a full client library spends more time per frame than
-    either server does, and the figures would measure the clients. This one does the upgrade,
-    sends at most one (masked) text frame, and parses unmasked server frames by hand.
-    """
+class Subscriber:
+    """One subscriber: when each dispatched action (by its clientSeq) arrived."""
 
     def __init__(self) -> None:
-        self.buffer = bytearray()
         self.seen: dict[int, float] = {}  # clientSeq -> arrival time
-        self.upgraded = asyncio.get_running_loop().create_future()
-        self.first_frame: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
-        self.transport: asyncio.Transport | None = None
-        self.expect_reply = False
+        self.reply: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+        self.socket: RawSocket | None = None
 
     @classmethod
     async def open(cls, url: str, hello: str | None) -> Subscriber:
-        parts = urlsplit(url)
-        loop = asyncio.get_running_loop()
-        transport, sub = await loop.create_connection(cls, parts.hostname, parts.port)
-        path = parts.path or "/"
-        if parts.query:
-            path += "?" + parts.query
-        key = base64.b64encode(os.urandom(16)).decode()
-        transport.write(
-            (
-                f"GET {path} HTTP/1.1\r\nHost: {parts.hostname}:{parts.port}\r\n"
-                "Upgrade: websocket\r\nConnection: Upgrade\r\n"
-                f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n"
-            ).encode()
-        )
-        await sub.upgraded
+        sub = cls()
+        sub.socket = await RawSocket.open(url, sub.take)
         if hello is not None:
-            payload = hello.encode()
-            mask = os.urandom(4)
-            masked = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
-            n = len(payload)
-            head = bytes((0x81, 0x80 | n)) if n < 126 else struct.pack("!BBH", 0x81, 0xFE, n)
-            sub.expect_reply = True
-            transport.write(head + mask + masked)
-            await sub.first_frame
+            sub.socket.send_text(hello)
+            await sub.reply
         return sub
 
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
-        sock = transport.get_extra_info("socket")
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-    def data_received(self, data: bytes) -> None:
-        now = time.perf_counter()
-        buf = self.buffer
-        buf += data
-        if not self.upgraded.done():
-            end = buf.find(b"\r\n\r\n")
-            if end < 0:
-                return
-            if not buf.startswith(b"HTTP/1.1 101"):
-                self.upgraded.set_exception(RuntimeError(bytes(buf[:end]).decode()))
-                return
-            del buf[: end + 4]
-            self.upgraded.set_result(None)
-        while len(buf) >= 2:
-            length = buf[1] & 0x7F
-            offset = 2
-            if length == 126:
-                if len(buf) < 4:
-                    return
-                length, offset = struct.unpack_from("!H", buf, 2)[0], 4
-            elif length == 127:
-                if len(buf) < 10:
-                    return
-                length, offset = struct.unpack_from("!Q", buf, 2)[0], 10
-            if len(buf) < offset + length:
-                return
-            payload = bytes(buf[offset : offset + length])
-            del buf[: offset + length]
-            if self.expect_reply and not self.first_frame.done():
-                self.first_frame.set_result(payload)
-                continue
-            frame = orjson.loads(payload)
-            params = frame.get("params")
-            if params is not None and "origin" in params:
-                self.seen[params["origin"]["clientSeq"]] = now
+    def take(self, payload: bytes, now: float) -> None:
+        if not self.reply.done() and payload.startswith(b'{"jsonrpc":"2.0","id"'):
+            self.reply.set_result(payload)
+            return
+        params = orjson.loads(payload).get("params")
+        if params is not None and "origin" in params:
+            self.seen[params["origin"]["clientSeq"]] = now
 
     def close(self) -> None:
-        if self.transport is not None:
-            self.transport.abort()
+        if self.socket is not None:
+            self.socket.close()
 
 
 async def open_sender(url: str, client_id: str, ahp: bool) -> websockets.ClientConnection:

@@ -138,6 +138,16 @@ def _script(role: str, text: str, fake: FakeOpenAi) -> Iterator[Step]:
         yield from _tool_call("write_file", {"path": path, "content": content})
     elif command == "run" and rest:
         yield from _tool_call("run_command", {"command": rest})
+    elif command == "stamped" and rest:
+        # For bench/turn.py: N deltas, one every INTERVAL ms, each the moment it was sent
+        # (perf_counter is the machine's monotonic clock, the same in every process).
+        count, _, interval = rest.partition(" ")
+        for _ in range(int(count)):
+            if fake.closing:
+                break
+            yield {"content": f"@{time.perf_counter():.6f} "}, None
+            time.sleep(float(interval or 0) / 1000)
+        yield {}, "stop"
     elif text.strip() == "slow":
         deadline = time.monotonic() + 10
         n = 0
