@@ -41,6 +41,9 @@ class DjangoSessionStore:
     async def save_chat(self, chat: dict[str, Any]) -> None:
         await sync_to_async(_save_chat)(chat)
 
+    async def delete_chat(self, uri: str) -> None:
+        await sync_to_async(_delete_chat)(uri)
+
     async def save_turn(self, chat: str, position: int, turn: dict[str, Any]) -> None:
         await sync_to_async(_save_turn)(chat, position, turn)
 
@@ -101,6 +104,10 @@ def _save_chat(chat: dict[str, Any]) -> None:
         uri=chat["uri"],
         defaults={"session_id": chat["session"], **{f: chat[f] for f in _CHAT_FIELDS}},
     )
+
+
+def _delete_chat(uri: str) -> None:
+    StoredChat.objects.filter(uri=uri).delete()
 
 
 def _save_turn(chat: str, position: int, turn: dict[str, Any]) -> None:

@@ -21,6 +21,8 @@ EMITTED_ACTIONS = frozenset(
         "root/configChanged",
         "root/activeSessionsChanged",
         "session/ready",
+        "session/chatAdded",
+        "session/chatRemoved",
         "session/titleChanged",
         "session/activeClientSet",
         "session/chatUpdated",

@@ -22,6 +22,8 @@ class Store(Protocol):
 
     async def save_chat(self, chat: dict[str, Any]) -> None: ...
 
+    async def delete_chat(self, uri: str) -> None: ...
+
     async def save_turn(self, chat: str, position: int, turn: dict[str, Any]) -> None: ...
 
 
@@ -65,6 +67,10 @@ class MemoryStore:
 
     async def save_chat(self, chat: dict[str, Any]) -> None:
         self.chats[chat["uri"]] = dict(chat)
+
+    async def delete_chat(self, uri: str) -> None:
+        self.chats.pop(uri, None)
+        self.turns.pop(uri, None)
 
     async def save_turn(self, chat: str, position: int, turn: dict[str, Any]) -> None:
         self.turns.setdefault(chat, {})[position] = dict(turn)

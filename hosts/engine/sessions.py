@@ -237,6 +237,64 @@ class Sessions:
             return derived_default_chat_uri(session_uri)
         return opaque_chat_uri()
 
+    def add_chat(
+        self,
+        session: LiveSession,
+        uri: str,
+        *,
+        title: str,
+        turns: list[dict[str, Any]],
+        origin: dict[str, Any] | None,
+    ) -> LiveChat:
+        """A chat beside the default one: said with session/chatAdded, kept, opened read."""
+        record = ChatRecord(uri, session.record.uri, now_ms(), title=title, is_read=True)
+        record.turns = list(turns)
+        state = chat_state(record, record.created_ms)
+        if origin is not None:
+            state["origin"] = origin
+        chat = LiveChat(record, Channel(uri, "chat", state), session)
+        session.chats[uri] = chat
+        self.chats[uri] = chat
+        self.host.channels[uri] = chat.channel
+        summary = chat_summary(record, record.created_ms)
+        if origin is not None:
+            summary["origin"] = origin
+        self.host.emit(session.channel, {"type": "session/chatAdded", "summary": summary})
+        session.record.chats.append(uri)
+        self.save_session(session)
+        self.save_chat(chat)
+        for position, turn in enumerate(record.turns):
+            self.host.writes.later(
+                f"turn:{uri}:{turn['id']}", _save_turn(self.host, uri, position, turn)
+            )
+        return chat
+
+    async def remove_chat(self, chat: LiveChat) -> None:
+        """Close a chat that is not its session's default: said with session/chatRemoved."""
+        session = chat.session
+        await self._close_chat(chat, cancel=True)
+        session.chats.pop(chat.record.uri, None)
+        self.chats.pop(chat.record.uri, None)
+        self._drop_channel(chat.channel)
+        self.host.emit(session.channel, {"type": "session/chatRemoved", "chat": chat.record.uri})
+        session.record.chats.remove(chat.record.uri)
+        self.save_session(session)
+        uri = chat.record.uri
+        self.host.writes.later(f"chat:{uri}", lambda: self.host.store.delete_chat(uri))
+        self._update_active_count()
+
+    def start_host_turn(self, chat: LiveChat, message: dict[str, Any]) -> None:
+        """A turn this host starts (a new chat's first message): said, then run."""
+        action = {
+            "type": "chat/turnStarted",
+            "turnId": str(uuid.uuid4()),
+            "startedAt": iso(now_ms()),
+            "message": message,
+        }
+        self.host.emit(chat.channel, action)
+        self.turn_began(chat)
+        self.start_turn(chat, action)
+
     def announce(self, session: LiveSession) -> None:
         """A fresh session's first message makes it real: listed, announced, ready."""
         if session.record.announced:
@@ -429,6 +487,7 @@ class Sessions:
             "queuedMessageId": head["id"],
         }
         self.host.emit(chat.channel, action)
+        self.turn_began(chat)
         self.start_turn(chat, action)
 
     def touch(self, session: LiveSession) -> None:

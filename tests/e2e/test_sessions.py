@@ -420,3 +420,111 @@ async def test_sessions_chats_and_turns_come_back_after_a_restart(server, connec
     finally:
         await again.close()
         again.assert_schema_clean()
+
+
+async def test_create_chat_adds_a_chat_that_runs_its_first_message(server, connect, workdir):
+    client = await connect(server.url)
+    await client.initialize()
+    uri, default = await new_session(client, workdir)
+    await run_turn(client, default, "first in default")
+    chat = f"ahp-chat:/{uuid.uuid4()}"
+    assert (
+        await client.request(
+            "createChat",
+            {
+                "channel": uri,
+                "chat": chat,
+                "title": "  Side work  ",
+                "initialMessage": message("hello side"),
+            },
+        )
+        is None
+    )
+    added = await client.wait_action(
+        lambda e: e["channel"] == uri and e["action"]["type"] == "session/chatAdded"
+    )
+    assert added["action"]["summary"]["resource"] == chat
+    assert added["action"]["summary"]["title"] == "Side work"
+    # The first message was said as the chat was made, before anybody could subscribe to it.
+    state = (await client.request("subscribe", {"channel": chat}))["snapshot"]["state"]
+    if state.get("activeTurn"):
+        await client.wait_action(ended(chat, state["activeTurn"]["id"]), timeout=30)
+    state = (await client.request("subscribe", {"channel": chat}))["snapshot"]["state"]
+    assert state["turns"][-1]["message"]["text"] == "hello side"
+    assert state["turns"][-1]["state"] == "complete"
+    await client.assert_conforms(uri)
+    await client.assert_conforms(chat)
+
+    with pytest.raises(RpcError) as refused:
+        await client.request("createChat", {"channel": uri, "chat": chat})
+    assert (refused.value.code, refused.value.message) == (-32010, f"Chat already exists: {chat}")
+
+    assert await client.request("disposeChat", {"channel": chat}) is None
+    await client.wait_action(
+        lambda e: e["channel"] == uri and e["action"]["type"] == "session/chatRemoved"
+    )
+    with pytest.raises(RpcError):
+        await client.request("subscribe", {"channel": chat})
+    # The default chat is kept whatever asks.
+    assert await client.request("disposeChat", {"channel": default}) is None
+    assert (await client.request("subscribe", {"channel": default}))["snapshot"]["state"]["turns"]
+
+
+async def test_a_fork_carries_the_turns_through_to_the_named_one(server, connect, workdir):
+    client = await connect(server.url)
+    await client.initialize()
+    uri, default = await new_session(client, workdir)
+    first = await run_turn(client, default, "one")
+    await run_turn(client, default, "two")
+    fork = f"ahp-chat:/{uuid.uuid4()}"
+    await client.request(
+        "createChat",
+        {
+            "channel": uri,
+            "chat": fork,
+            "source": {"kind": "fork", "chat": default, "turnId": first["action"]["turnId"]},
+        },
+    )
+    state = (await client.request("subscribe", {"channel": fork}))["snapshot"]["state"]
+    assert [t["message"]["text"] for t in state["turns"]] == ["one"]
+    assert state["title"] == "Forked: one"
+    assert state["origin"]["kind"] == "fork"
+
+
+async def test_a_chat_uri_of_another_scheme_is_refused_in_the_references_words(
+    server, connect, workdir
+):
+    client = await connect(server.url)
+    await client.initialize()
+    uri, _ = await new_session(client, workdir)
+    with pytest.raises(RpcError) as refused:
+        await client.request("createChat", {"channel": uri, "chat": "other:/x"})
+    assert refused.value.message == "Chat URI must use the ahp-chat scheme: other:/x"
+
+
+async def test_at_completions_offer_the_files_under_the_working_directory(server, connect, workdir):
+    (workdir / "src").mkdir(exist_ok=True)
+    (workdir / "src" / "wanted_module.py").write_text("x = 1\n")
+    client = await connect(server.url)
+    await client.initialize()
+    _, chat = await new_session(client, workdir)
+    text = "look at @wanted"
+    result = await client.request(
+        "completions", {"channel": chat, "kind": "userMessage", "text": text, "offset": len(text)}
+    )
+    [item] = [i for i in result["items"] if "wanted_module" in i["insertText"]]
+    assert item["insertText"] == "@src/wanted_module.py "
+    assert item["attachment"]["uri"] == (workdir / "src" / "wanted_module.py").as_uri()
+    assert (item["rangeStart"], item["rangeEnd"]) == (8, len(text))
+
+
+async def test_the_default_chat_cannot_be_archived_on_its_own(server, connect, workdir):
+    client = await connect(server.url)
+    await client.initialize()
+    _, chat = await new_session(client, workdir)
+    refusal = await client.dispatch_and_wait(
+        chat, {"type": "chat/isArchivedChanged", "isArchived": True}
+    )
+    assert refusal["rejectionReason"] == (
+        "Only a known independently manageable non-default chat can be archived."
+    )

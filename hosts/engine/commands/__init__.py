@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from . import dispatch, handshake, sessions, subscriptions
+from . import chats, dispatch, handshake, sessions, subscriptions
 
 if TYPE_CHECKING:
     from ..host import Handler
@@ -19,6 +19,9 @@ HANDLERS: dict[str, Handler] = {
     "createSession": sessions.create_session,
     "disposeSession": sessions.dispose_session,
     "listSessions": sessions.list_sessions,
-    "fetchTurns": sessions.fetch_turns,
+    "fetchTurns": chats.fetch_turns,
+    "createChat": chats.create_chat,
+    "disposeChat": chats.dispose_chat,
+    "completions": chats.completions,
     "resolveSessionConfig": sessions.resolve_session_config,
 }

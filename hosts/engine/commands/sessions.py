@@ -1,4 +1,4 @@
-"""createSession, disposeSession, listSessions, fetchTurns and resolveSessionConfig."""
+"""createSession, disposeSession, listSessions and resolveSessionConfig."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from .params import optional_str_list, required_str
 if TYPE_CHECKING:
     from ..connection import Connection
     from ..host import Host
-    from ..sessions import LiveChat, LiveSession
+    from ..sessions import LiveSession
 
 
 def _agent_for(host: Host, provider: Any) -> str:
@@ -33,13 +33,6 @@ def _session(host: Host, uri: str) -> LiveSession:
     if session is None:
         raise ProtocolError(ErrorCode.SESSION_NOT_FOUND, f"Session not found: {uri}")
     return session
-
-
-def _chat(host: Host, uri: str) -> LiveChat:
-    chat = host.sessions.chats.get(uri)
-    if chat is None:
-        raise ProtocolError(ErrorCode.SESSION_NOT_FOUND, f"Resource not found: {uri}")
-    return chat
 
 
 def _working_directories(params: dict[str, Any]) -> list[str]:
@@ -125,18 +118,6 @@ async def list_sessions(host: Host, conn: Connection, params: dict[str, Any]) ->
         token = base64.urlsafe_b64encode(f"offset:{offset + limit}".encode()).decode().rstrip("=")
         result["nextCursor"] = token
     return result
-
-
-async def fetch_turns(host: Host, conn: Connection, params: dict[str, Any]) -> dict[str, Any]:
-    uri = required_str(params, "fetchTurns", "channel")
-    chat = _chat(host, uri)
-    if params.get("cursor") is not None:
-        # Snapshots here carry every turn and no turnsNextCursor, so no cursor was issued.
-        raise invalid_params(f"fetchTurns: a cursor this host did not issue: {params['cursor']}")
-    # Nothing older than what every snapshot already carries; said on the channel all the same
-    # so every client watching the chat reads the same answer.
-    host.emit(chat.channel, {"type": "chat/turnsLoaded", "turns": []})
-    return {}
 
 
 async def resolve_session_config(
