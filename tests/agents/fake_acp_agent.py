@@ -1,0 +1,398 @@
+"""A small scripted ACP agent, run as a real subprocess by the ACP backend's tests.
+
+It speaks ACP through the `agent-client-protocol` package exactly as a real agent would, so the
+tests exercise the host's real client side: streaming, tool calls, permission questions, the
+host's file system and terminals, cancellation, a crash, and `session/load` after a restart
+(history lives in `$HOME/fake-acp/<session id>.json`, so a new process can replay it).
+
+What a prompt does is decided by its first word:
+
+* `read <path>`: a read tool call served by the host's `fs/read_text_file`.
+* `write <path> <text>`: an edit tool call; asks permission, then `fs/write_text_file`.
+* `run <command> [args...]`: a terminal on the host (create, wait, output, release).
+* `slow`: a chunk every 50 ms until `session/cancel`, then `stopReason: cancelled`.
+* `hang`: says nothing and ignores `session/cancel` (a misbehaving agent).
+* `crash`: exits the process with code 3 in the middle of the turn.
+* `recall`: replies with the earlier prompts of the session (proves the history survived).
+* `env`: replies with the names of its environment variables.
+* `sloppy`: sends what real agents have sent and the SDK's models reject or do not expect
+  (`usage_update` with `used: null`, an update for a tool call never announced, an unknown
+  update kind), then replies as usual.
+* anything else: `echo: <prompt>`, streamed word by word.
+
+Set `FAKE_ACP_REQUIRE_AUTH=1` to make sessions need `authenticate(method_id="fake-login")`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import uuid
+from pathlib import Path
+from typing import Any, Literal, cast
+
+import acp
+from acp import RequestError
+from acp.schema import (
+    AgentCapabilities,
+    AllowedOutcome,
+    AuthenticateResponse,
+    AuthMethodAgent,
+    AvailableCommand,
+    AvailableCommandInput,
+    AvailableCommandsUpdate,
+    Implementation,
+    InitializeResponse,
+    LoadSessionResponse,
+    NewSessionResponse,
+    PermissionOption,
+    PromptResponse,
+    SessionConfigOptionSelect,
+    SessionConfigSelectOption,
+    SessionMode,
+    SessionModeState,
+    SetSessionModeResponse,
+    ToolCallUpdate,
+    UnstructuredCommandInput,
+    Usage,
+    UsageUpdate,
+)
+
+AUTH_METHOD = "fake-login"
+
+
+def _modes(current: str = "default") -> SessionModeState:
+    return SessionModeState(
+        current_mode_id=current,
+        available_modes=[
+            SessionMode(id="default", name="Default"),
+            SessionMode(id="plan", name="Plan", description="Think, do not touch files"),
+        ],
+    )
+
+
+def _model_option() -> SessionConfigOptionSelect:
+    return SessionConfigOptionSelect(
+        id="model",
+        name="Model",
+        category="model",
+        type="select",
+        current_value="fake-small",
+        options=[
+            SessionConfigSelectOption(value="fake-small", name="Fake Small"),
+            SessionConfigSelectOption(value="fake-large", name="Fake Large"),
+        ],
+    )
+
+
+class FakeAgent:
+    """The agent side: one process, any number of sessions, each with a JSON history file."""
+
+    def __init__(self) -> None:
+        self._conn: Any = None
+        self._authenticated = False
+        self._cancelled: dict[str, asyncio.Event] = {}
+        self._calls = 0
+        self._store = Path(os.environ.get("HOME", ".")) / "fake-acp"
+
+    def on_connect(self, conn: Any) -> None:
+        self._conn = conn
+
+    # -- session bookkeeping -------------------------------------------------------------------
+
+    def _file(self, session_id: str) -> Path:
+        return self._store / f"{session_id}.json"
+
+    def _load(self, session_id: str) -> dict[str, Any]:
+        try:
+            data: dict[str, Any] = json.loads(self._file(session_id).read_text())
+        except FileNotFoundError:
+            raise RequestError.resource_not_found(session_id) from None
+        return data
+
+    def _save(self, session_id: str, data: dict[str, Any]) -> None:
+        self._store.mkdir(parents=True, exist_ok=True)
+        self._file(session_id).write_text(json.dumps(data))
+
+    async def _send(self, session_id: str, update: Any) -> None:
+        await self._conn.session_update(session_id=session_id, update=update)
+
+    def _announce_commands_later(self, session_id: str) -> None:
+        """Real agents announce their commands just after answering session/new; so do we."""
+
+        async def announce() -> None:
+            await asyncio.sleep(0.01)
+            await self._send(
+                session_id,
+                AvailableCommandsUpdate(
+                    session_update="available_commands_update",
+                    available_commands=[
+                        AvailableCommand(name="recall", description="Repeat earlier prompts"),
+                        AvailableCommand(
+                            name="read",
+                            description="Read a file",
+                            input=AvailableCommandInput(UnstructuredCommandInput(hint="path")),
+                        ),
+                    ],
+                ),
+            )
+
+        asyncio.get_running_loop().create_task(announce())
+
+    # -- ACP agent methods ---------------------------------------------------------------------
+
+    async def initialize(self, protocol_version: int, **kwargs: Any) -> InitializeResponse:
+        return InitializeResponse(
+            protocol_version=acp.PROTOCOL_VERSION,
+            agent_capabilities=AgentCapabilities(load_session=True),
+            auth_methods=[AuthMethodAgent(id=AUTH_METHOD, name="Fake login")],
+            agent_info=Implementation(name="fake-acp-agent", title="Fake ACP agent", version="1"),
+        )
+
+    async def authenticate(self, method_id: str, **kwargs: Any) -> AuthenticateResponse:
+        if method_id != AUTH_METHOD:
+            raise RequestError.invalid_params({"methodId": method_id})
+        self._authenticated = True
+        return AuthenticateResponse()
+
+    def _check_auth(self) -> None:
+        if os.environ.get("FAKE_ACP_REQUIRE_AUTH") and not self._authenticated:
+            raise RequestError.auth_required()
+
+    async def new_session(self, cwd: str, **kwargs: Any) -> NewSessionResponse:
+        self._check_auth()
+        session_id = f"fake-{uuid.uuid4().hex[:12]}"
+        self._save(session_id, {"cwd": cwd, "history": []})
+        self._announce_commands_later(session_id)
+        return NewSessionResponse(
+            session_id=session_id, modes=_modes(), config_options=[_model_option()]
+        )
+
+    async def load_session(self, cwd: str, session_id: str, **kwargs: Any) -> LoadSessionResponse:
+        self._check_auth()
+        data = self._load(session_id)
+        data["cwd"] = cwd
+        self._save(session_id, data)
+        for entry in data["history"]:
+            await self._send(session_id, acp.update_user_message_text(entry["user"]))
+            await self._send(session_id, acp.update_agent_message_text(entry["agent"]))
+        self._announce_commands_later(session_id)
+        return LoadSessionResponse(modes=_modes(), config_options=[_model_option()])
+
+    async def set_session_mode(
+        self, session_id: str, mode_id: str, **kwargs: Any
+    ) -> SetSessionModeResponse:
+        return SetSessionModeResponse()
+
+    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        self._cancelled.setdefault(session_id, asyncio.Event()).set()
+
+    async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
+        data = self._load(session_id)
+        cwd = Path(data["cwd"])
+        text = " ".join(getattr(block, "text", "") for block in prompt).strip()
+        cancelled = self._cancelled[session_id] = asyncio.Event()
+        words = text.split()
+        verb = words[0] if words else ""
+        await self._send(session_id, acp.update_agent_thought_text(f"thinking about {verb}"))
+
+        stop: Literal["end_turn", "cancelled"] = "end_turn"
+        if verb == "read" and len(words) > 1:
+            reply = await self._read(session_id, cwd / words[1])
+        elif verb == "write" and len(words) > 2:
+            reply = await self._write(session_id, cwd / words[1], " ".join(words[2:]))
+        elif verb == "run" and len(words) > 1:
+            reply = await self._run(session_id, words[1], words[2:])
+        elif verb == "slow":
+            reply = ""
+            for _ in range(600):
+                if cancelled.is_set():
+                    break
+                await self._send(session_id, acp.update_agent_message_text("tick "))
+                reply += "tick "
+                await asyncio.sleep(0.05)
+            stop = "cancelled"
+        elif verb == "hang":
+            await asyncio.sleep(3600)
+            reply = ""
+        elif verb == "crash":
+            await self._send(session_id, acp.update_agent_message_text("about to crash"))
+            await asyncio.sleep(0.05)
+            os._exit(3)
+        elif verb == "recall":
+            earlier = [entry["user"] for entry in data["history"]]
+            reply = "you said: " + " | ".join(earlier)
+        elif verb == "env":
+            reply = "env: " + " ".join(sorted(os.environ))
+        elif verb == "sloppy":
+            await self._sloppy(session_id)
+            reply = "still here"
+        else:
+            reply = f"echo: {text}"
+
+        if verb != "slow":
+            for index, word in enumerate(reply.split(" ")):
+                await self._send(
+                    session_id, acp.update_agent_message_text(word if index == 0 else f" {word}")
+                )
+        data["history"].append({"user": text, "agent": reply})
+        self._save(session_id, data)
+        used = sum(len(e["user"].split()) + len(e["agent"].split()) for e in data["history"])
+        await self._send(
+            session_id, UsageUpdate(session_update="usage_update", used=used, size=100_000)
+        )
+        usage = Usage(input_tokens=len(words), output_tokens=len(reply.split()), total_tokens=used)
+        return PromptResponse(stop_reason=stop, usage=usage)
+
+    async def _sloppy(self, session_id: str) -> None:
+        raw = self._conn._conn  # the JSON-RPC connection, to send what the models would refuse
+        for update in (
+            {"sessionUpdate": "usage_update", "used": None, "size": 1000},
+            {
+                "sessionUpdate": "tool_call_update",
+                "toolCallId": "ghost-1",
+                "status": "completed",
+                "title": "Ghost",
+                "content": [{"type": "content", "content": {"type": "text", "text": "boo"}}],
+            },
+            {"sessionUpdate": "something_new", "whatever": 1},
+        ):
+            await raw.send_notification(
+                "session/update", {"sessionId": session_id, "update": update}
+            )
+
+    # -- tools ---------------------------------------------------------------------------------
+
+    def _call_id(self, kind: str) -> str:
+        self._calls += 1
+        return f"{kind}-{self._calls}"
+
+    async def _read(self, session_id: str, path: Path) -> str:
+        call_id = self._call_id("read")
+        await self._send(session_id, acp.start_read_tool_call(call_id, f"Read {path}", str(path)))
+        try:
+            response = await self._conn.read_text_file(session_id=session_id, path=str(path))
+        except RequestError as error:
+            await self._send(
+                session_id,
+                acp.update_tool_call(
+                    call_id,
+                    status="failed",
+                    content=[acp.tool_content(acp.text_block(str(error)))],
+                ),
+            )
+            return f"could not read {path.name}"
+        await self._send(
+            session_id,
+            acp.update_tool_call(
+                call_id,
+                status="completed",
+                content=[acp.tool_content(acp.text_block(response.content))],
+            ),
+        )
+        return f"read {path.name}"
+
+    async def _write(self, session_id: str, path: Path, content: str) -> str:
+        call_id = self._call_id("edit")
+        title = f"Write {path}"
+        await self._send(session_id, acp.start_edit_tool_call(call_id, title, str(path), content))
+        answer = await self._conn.request_permission(
+            session_id=session_id,
+            tool_call=ToolCallUpdate(
+                tool_call_id=call_id,
+                title=title,
+                kind="edit",
+                raw_input={"path": str(path), "content": content},
+            ),
+            options=[
+                PermissionOption(option_id="allow_once", name="Allow", kind="allow_once"),
+                PermissionOption(option_id="reject_once", name="Reject", kind="reject_once"),
+            ],
+        )
+        outcome = answer.outcome
+        allowed = isinstance(outcome, AllowedOutcome) and outcome.option_id.startswith("allow")
+        if not allowed:
+            await self._send(
+                session_id,
+                acp.update_tool_call(
+                    call_id,
+                    status="failed",
+                    content=[acp.tool_content(acp.text_block("the user refused"))],
+                ),
+            )
+            return f"did not write {path.name}"
+        await self._send(session_id, acp.update_tool_call(call_id, status="in_progress"))
+        try:
+            await self._conn.write_text_file(session_id=session_id, path=str(path), content=content)
+        except RequestError as error:
+            await self._send(
+                session_id,
+                acp.update_tool_call(
+                    call_id,
+                    status="failed",
+                    content=[acp.tool_content(acp.text_block(str(error)))],
+                ),
+            )
+            return f"could not write {path.name}"
+        await self._send(
+            session_id,
+            acp.update_tool_call(
+                call_id,
+                status="completed",
+                content=[acp.tool_content(acp.text_block(f"wrote {len(content)} chars"))],
+            ),
+        )
+        return f"wrote {path.name}"
+
+    async def _run(self, session_id: str, command: str, args: list[str]) -> str:
+        call_id = self._call_id("run")
+        line = " ".join([command, *args])
+        await self._send(
+            session_id,
+            acp.start_tool_call(
+                call_id,
+                f"Run {line}",
+                kind="execute",
+                status="pending",
+                raw_input={"command": line},
+            ),
+        )
+        await self._send(session_id, acp.update_tool_call(call_id, status="in_progress"))
+        try:
+            terminal = await self._conn.create_terminal(
+                session_id=session_id, command=command, args=args
+            )
+        except RequestError as error:
+            await self._send(
+                session_id,
+                acp.update_tool_call(
+                    call_id,
+                    status="failed",
+                    content=[acp.tool_content(acp.text_block(str(error)))],
+                ),
+            )
+            return "could not run"
+        terminal_id = terminal.terminal_id
+        exit_status = await self._conn.wait_for_terminal_exit(
+            session_id=session_id, terminal_id=terminal_id
+        )
+        output = await self._conn.terminal_output(session_id=session_id, terminal_id=terminal_id)
+        await self._conn.release_terminal(session_id=session_id, terminal_id=terminal_id)
+        await self._send(
+            session_id,
+            acp.update_tool_call(
+                call_id,
+                status="completed" if exit_status.exit_code == 0 else "failed",
+                content=[acp.tool_content(acp.text_block(output.output))],
+            ),
+        )
+        return f"exit {exit_status.exit_code}: {output.output.strip()}"
+
+
+def main() -> None:
+    asyncio.run(acp.run_agent(cast(acp.Agent, FakeAgent())))
+
+
+if __name__ == "__main__":
+    main()
