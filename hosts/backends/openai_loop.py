@@ -253,6 +253,7 @@ class OpenAiChat:
             if earlier.get("assistant"):
                 self._messages.append({"role": "assistant", "content": earlier["assistant"]})
         self._task: asyncio.Task[TurnEnd] | None = None
+        self._steering: list[str] = []
 
     def _system_prompt(self) -> str:
         if not self._roots:
@@ -300,6 +301,25 @@ class OpenAiChat:
         await self.cancel()
         await self._client.close()
 
+    def steer(self, text: str) -> bool:
+        """Take a person's steering into the running turn, before its next model call.
+
+        False when no turn runs: the host then runs the message as a turn of its own.
+        """
+        if self._task is None or self._task.done():
+            return False
+        self._steering.append(text)
+        return True
+
+    def _take_steering(self) -> bool:
+        """Put steering that arrived into the conversation; whether there was any."""
+        if not self._steering:
+            return False
+        for text in self._steering:
+            self._messages.append({"role": "user", "content": text})
+        self._steering.clear()
+        return True
+
     def _model(self, request: TurnRequest) -> str:
         configured = self._context.config.get("model")
         if request.model:
@@ -325,6 +345,8 @@ class OpenAiChat:
                 # Tools run whenever the answer holds calls rather than on finish_reason
                 # "tool_calls" alone: ollama and some llama.cpp templates finish with "stop".
                 if not reply.calls:
+                    if self._take_steering():
+                        continue
                     self._report(usage, model, events)
                     return TurnEnd("complete")
                 for call in reply.calls.values():
@@ -332,6 +354,7 @@ class OpenAiChat:
                     self._messages.append(
                         {"role": "tool", "tool_call_id": call.call_id, "content": content}
                     )
+                self._take_steering()
             self._report(usage, model, events)
             return TurnEnd(
                 "error", f"Stopped after {MAX_MODEL_CALLS} model calls without a final answer."

@@ -123,8 +123,10 @@ def _turn_cancelled(chat: LiveChat, action: dict[str, Any], say: Say) -> str | N
     say()
     runner = chat.runner
     if runner is not None and runner.turn_id == action["turnId"]:
-        # The stop ends the turn for every client at once; then the backend is told.
+        # The stop ends the turn for every client at once, takes pending steering out (it
+        # starts nothing behind the stop), and then the backend is told.
         runner.stop()
+        chat.session.service.drop_steering(chat)
         asyncio.get_running_loop().create_task(_cancel_backend(chat))
     return None
 
@@ -146,15 +148,22 @@ def _tool_call_confirmed(chat: LiveChat, action: dict[str, Any], say: Say) -> st
 
 
 def _pending_message_set(chat: LiveChat, action: dict[str, Any], say: Say) -> str | None:
-    if action.get("kind") == "steering":
-        return "The session provider does not support steering messages."
-    if action.get("kind") != "queued" or not isinstance(action.get("id"), str):
+    if action.get("kind") not in ("queued", "steering") or not isinstance(action.get("id"), str):
         return "chat/pendingMessageSet: kind must be queued or steering, with an id"
     message = action.get("message")
     if not isinstance(message, dict) or (message.get("origin") or {}).get("kind") != "user":
         return "chat/pendingMessageSet: message must be the user's"
+    if not isinstance(message.get("text"), str):
+        return "chat/pendingMessageSet: message must have a text"
+    held = chat.state().get("steeringMessage")
+    if action["kind"] == "steering" and held and held.get("id") == action["id"]:
+        if held.get("message") != message:
+            return "Cannot change a steering message while it is being processed."
     say()
-    chat.session.service.take_queued(chat)
+    if action["kind"] == "steering":
+        chat.session.service.steer(chat)
+    else:
+        chat.session.service.take_queued(chat)
     return None
 
 

@@ -468,16 +468,48 @@ class Sessions:
         if take_queued:
             self.take_queued(chat)
 
+    def steer(self, chat: LiveChat) -> None:
+        """Hand the chat's steering message to the running turn, or run it as a turn of its own.
+
+        A backend that cannot take steering into a running turn has it run next, as a turn of
+        its own, once the running one completes.
+        """
+        held = chat.state().get("steeringMessage")
+        if not held:
+            return
+        if chat.runner is None:
+            self._start_pending(chat, "steering", held)
+            return
+        steer = getattr(chat.agent_chat, "steer", None)
+        if steer is not None and steer(str(held["message"].get("text", ""))):
+            self.host.emit(
+                chat.channel,
+                {"type": "chat/pendingMessageRemoved", "kind": "steering", "id": held["id"]},
+            )
+
+    def drop_steering(self, chat: LiveChat) -> None:
+        held = chat.state().get("steeringMessage")
+        if held:
+            self.host.emit(
+                chat.channel,
+                {"type": "chat/pendingMessageRemoved", "kind": "steering", "id": held["id"]},
+            )
+
     def take_queued(self, chat: LiveChat) -> None:
-        """A queued message starts the next turn when one ends."""
-        if chat.runner is not None:
+        """Steering left over, then the head of the queue, starts a turn when none runs."""
+        if chat.runner is not None or chat.session.record.uri not in self.sessions:
+            return
+        held = chat.state().get("steeringMessage")
+        if held:
+            self._start_pending(chat, "steering", held)
             return
         queued = chat.state().get("queuedMessages") or []
-        if not queued or chat.session.record.uri not in self.sessions:
-            return
-        head = queued[0]
+        if queued:
+            self._start_pending(chat, "queued", queued[0])
+
+    def _start_pending(self, chat: LiveChat, kind: str, head: dict[str, Any]) -> None:
         self.host.emit(
-            chat.channel, {"type": "chat/pendingMessageRemoved", "kind": "queued", "id": head["id"]}
+            chat.channel, {"type": "chat/pendingMessageRemoved", "kind": kind, "id": head["id"]}
         )
         action = {
             "type": "chat/turnStarted",

@@ -303,20 +303,69 @@ async def test_a_queued_message_set_while_idle_starts_a_turn(server, connect, wo
     await client.assert_conforms(chat)
 
 
-async def test_steering_is_refused_in_the_reference_words(server, connect, workdir):
+async def test_steering_with_no_turn_running_runs_as_a_turn_of_its_own(server, connect, workdir):
     client = await connect(server.url)
     await client.initialize()
     _, chat = await new_session(client, workdir)
-    refusal = await client.dispatch_and_wait(
+    await client.dispatch_and_wait(
         chat,
         {
             "type": "chat/pendingMessageSet",
             "kind": "steering",
             "id": "s1",
-            "message": message("steer"),
+            "message": message("steer me"),
         },
     )
-    assert refusal["rejectionReason"] == "The session provider does not support steering messages."
+    started = await client.wait_action(
+        lambda e: (
+            e["channel"] == chat
+            and e["action"]["type"] == "chat/turnStarted"
+            and e["action"].get("queuedMessageId") == "s1"
+        )
+    )
+    await client.wait_action(ended(chat, started["action"]["turnId"]), timeout=30)
+    await client.assert_conforms(chat)
+
+
+async def test_steering_goes_into_the_running_turn(server, connect, workdir, model):
+    client = await connect(server.url)
+    await client.initialize()
+    _, chat = await new_session(client, workdir)
+    action = turn("write steered.txt content")
+    await client.dispatch(chat, action)
+    ready = await client.wait_action(
+        lambda e: e["channel"] == chat and e["action"]["type"] == "chat/toolCallReady",
+        timeout=30,
+    )
+    await client.dispatch_and_wait(
+        chat,
+        {
+            "type": "chat/pendingMessageSet",
+            "kind": "steering",
+            "id": "steer-1",
+            "message": message("and also say steered"),
+        },
+    )
+    await client.wait_action(
+        lambda e: (
+            e["action"]["type"] == "chat/pendingMessageRemoved" and e["action"]["id"] == "steer-1"
+        )
+    )
+    await client.dispatch_and_wait(
+        chat,
+        {
+            "type": "chat/toolCallConfirmed",
+            "turnId": action["turnId"],
+            "toolCallId": ready["action"]["toolCallId"],
+            "approved": True,
+            "confirmed": "user-action",
+        },
+    )
+    end = await client.wait_action(ended(chat, action["turnId"]), timeout=30)
+    assert end["action"]["type"] == "chat/turnComplete"
+    sent = json.dumps(model.requests[-1]["messages"])
+    assert "and also say steered" in sent
+    await client.assert_conforms(chat)
 
 
 @pytest.mark.parametrize(
