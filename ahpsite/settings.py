@@ -34,6 +34,8 @@ AHPD_CLIENT_QUEUE_BYTES = env_int("AHPD_CLIENT_QUEUE_BYTES", 16 * 1024 * 1024, m
 AHPD_REPLAY_BYTES = env_int("AHPD_REPLAY_BYTES", 32 * 1024 * 1024, minimum=0)
 #: How long a turn's streamed text is gathered before it is said; 0 says every chunk.
 AHPD_DELTA_WINDOW_MS = env_int("AHPD_DELTA_WINDOW_MS", 75, minimum=0, maximum=1000)
+#: How long a client that dropped stays in the sessions it was in (activeClients).
+AHPD_PRESENCE_GRACE_MS = env_int("AHPD_PRESENCE_GRACE_MS", 30000, minimum=0)
 #: The operator's agents (a JSON file; see hosts/backends/config.py).
 AHPD_CONFIG = env_str("AHPD_CONFIG")
 if AHPD_CONFIG and not Path(AHPD_CONFIG).expanduser().is_file():

@@ -40,6 +40,7 @@ def host_settings() -> HostSettings:
         client_queue_bytes=settings.AHPD_CLIENT_QUEUE_BYTES,
         replay_bytes=settings.AHPD_REPLAY_BYTES,
         delta_window_ms=settings.AHPD_DELTA_WINDOW_MS,
+        presence_grace_s=settings.AHPD_PRESENCE_GRACE_MS / 1000,
         state_dir=Path(settings.AHPD_DATA_DIR),
     )
 

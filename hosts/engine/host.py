@@ -49,6 +49,8 @@ class HostSettings:
     client_record_ttl_s: float = 300.0
     #: Streamed text is gathered per part this long before it is said; 0 says every chunk.
     delta_window_ms: int = 75
+    #: How long a client that dropped stays in the sessions it was in.
+    presence_grace_s: float = 30.0
     #: Where backends keep their own state (agents' HOME folders).
     state_dir: Path | None = None
 
@@ -143,9 +145,14 @@ class Host:
         conn.outbox.clear()
         conn.outbox_bytes = 0
         self._dirty.pop(conn, None)
-        for channel in conn.subscriptions.values():
+        watched = list(conn.subscriptions.values())
+        for channel in watched:
             channel.subscribers.pop(conn, None)
         conn.subscriptions.clear()
+        if conn.client_id is not None:
+            # A client that drops has a grace in every session it is in; it ends when it comes
+            # back and subscribes again.
+            self.sessions.left_later(conn.client_id, watched)
         record = self.clients.get(conn.client_id or "")
         if record is not None:
             record.connections = max(0, record.connections - 1)
@@ -175,6 +182,8 @@ class Host:
     def unsubscribe(self, conn: Connection, channel: Channel) -> None:
         channel.subscribers.pop(conn, None)
         conn.subscriptions.pop(channel.uri, None)
+        if conn.client_id is not None:
+            self.sessions.left(conn.client_id, [channel])
 
     def client_queue_bytes(self) -> int:
         return int(self.root_value(root_config.CLIENT_QUEUE_BYTES))

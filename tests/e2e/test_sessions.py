@@ -15,6 +15,7 @@ from tests.support.fake_openai import FakeOpenAi
 from tests.support.server import ServerProcess
 
 ROOT = "ahp-root://"
+PRESENCE_GRACE_MS = 400
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +58,9 @@ def server(model, workdir):
             }
         )
     )
-    process = ServerProcess(env_extra={"AHPD_CONFIG": str(config)}).start()
+    process = ServerProcess(
+        env_extra={"AHPD_CONFIG": str(config), "AHPD_PRESENCE_GRACE_MS": str(PRESENCE_GRACE_MS)}
+    ).start()
     yield process
     process.close()
     config.unlink()
@@ -577,3 +580,61 @@ async def test_the_default_chat_cannot_be_archived_on_its_own(server, connect, w
     assert refusal["rejectionReason"] == (
         "Only a known independently manageable non-default chat can be archived."
     )
+
+
+def removed(session: str, client_id: str):
+    return lambda e: (
+        e["channel"] == session
+        and e["action"]["type"] == "session/activeClientRemoved"
+        and e["action"]["clientId"] == client_id
+    )
+
+
+async def test_a_client_that_unsubscribes_leaves_the_session(server, connect, workdir):
+    a = await connect(server.url)
+    await a.initialize()
+    uri, chat = await new_session(a, workdir)
+    watcher = await connect(server.url)
+    await watcher.initialize()
+    await watcher.request("subscribe", {"channel": uri})
+    await a.notify("unsubscribe", {"channel": chat})
+    await a.notify("unsubscribe", {"channel": uri})
+    gone = await watcher.wait_action(removed(uri, a.client_id))
+    assert "origin" not in gone
+    await watcher.assert_conforms(uri)
+    assert watcher.tracked[uri][0]["activeClients"] == []
+
+
+async def test_a_dropped_client_leaves_after_the_grace_unless_it_comes_back(
+    server, connect, workdir
+):
+    watcher = await connect(server.url)
+    await watcher.initialize()
+    sessions = []
+    for _ in range(2):
+        a = await connect(server.url)
+        await a.initialize()
+        uri, chat = await new_session(a, workdir)
+        await watcher.request("subscribe", {"channel": uri})
+        sessions.append((a, uri, chat))
+    (gone_client, gone_uri, _), (back_client, back_uri, back_chat) = sessions
+    # The one that comes back drops first, so its grace ends before the other's: once the
+    # other's removal is seen, the one that came back has been judged too.
+    await back_client.close()
+    await gone_client.close()
+    again = await connect(server.url, client_id=back_client.client_id)
+    await again.request(
+        "reconnect",
+        {
+            "channel": ROOT,
+            "clientId": back_client.client_id,
+            "lastSeenServerSeq": back_client.last_seq,
+            "subscriptions": [back_uri, back_chat],
+        },
+    )
+    await watcher.wait_action(removed(gone_uri, gone_client.client_id), timeout=10)
+    # The grace has passed for both; only the one that did not come back was taken out.
+    await watcher.settle()
+    assert not [e for e in watcher.actions if removed(back_uri, back_client.client_id)(e)]
+    await watcher.assert_conforms(back_uri)
+    assert watcher.tracked[back_uri][0]["activeClients"][0]["clientId"] == back_client.client_id

@@ -123,4 +123,8 @@ async def reconnect(host: Host, conn: Connection, params: dict[str, Any]) -> dic
         }
     for channel in found:
         host.subscribe(conn, channel)
+    # A client that comes back without asking for a session it was in has left it.
+    host.sessions.left(
+        client_id, [s.channel for s in host.sessions.sessions.values() if s.channel not in found]
+    )
     return result
