@@ -68,18 +68,19 @@ def markdown() -> str:
         "| action | channel | origin | since | ahpd |",
         "|---|---|---|---|---|",
     ]
-    for action_type, spec in ACTIONS.items():
-        origin = "client" if spec.client_dispatchable else "host"
+    for action_type, action in ACTIONS.items():
+        origin = "client" if action.client_dispatchable else "host"
         if action_type in ACCEPTED_ACTIONS or action_type in EMITTED_ACTIONS:
             status = "✅"
         elif action_type in REFUSED_BY_DESIGN:
             status = "✅ refused `Unsupported action`, as VS Code's host does"
-        elif spec.client_dispatchable:
+        elif action.client_dispatchable:
             status = "refused (not served yet)"
         else:
             status = "not said yet"
         lines.append(
-            f"| `{action_type}` | {spec.channel_kind} | {origin} | {_version(spec.introduced_in)} "
+            f"| `{action_type}` | {action.channel_kind} | {origin} "
+            f"| {_version(action.introduced_in)} "
             f"| {status} |"
         )
     done = sum(1 for t in ACTIONS if t in ACCEPTED_ACTIONS | EMITTED_ACTIONS | REFUSED_BY_DESIGN)

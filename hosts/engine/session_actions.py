@@ -107,7 +107,8 @@ def _turn_started(chat: LiveChat, action: dict[str, Any], say: Say) -> str | Non
         return "chat/turnStarted: a client may only send a message whose origin is the user"
     if not isinstance(action.get("startedAt"), str):
         return "chat/turnStarted: startedAt must be an ISO-8601 string"
-    if chat.runner is not None:
+    # A stopped turn no longer runs, for every client, even while its backend lets it go.
+    if chat.busy:
         return "A turn is already running in this chat: queue the message instead."
     say()
     chat.session.service.turn_began(chat)
@@ -127,6 +128,8 @@ def _turn_cancelled(chat: LiveChat, action: dict[str, Any], say: Say) -> str | N
         # starts nothing behind the stop), and then the backend is told.
         runner.stop()
         chat.session.service.drop_steering(chat)
+        chat.session.service.chat_row_moved(chat)
+        chat.session.service.update_active_count()
         asyncio.get_running_loop().create_task(_cancel_backend(chat))
     return None
 

@@ -20,6 +20,10 @@ from ..protocol.uris import ROOT_URI
 from .channel import Channel
 from .clock import now_ms
 from .records import (
+    IDLE,
+    IN_PROGRESS,
+    IS_ARCHIVED,
+    IS_READ,
     ChatRecord,
     SessionRecord,
     chat_record_from_json,
@@ -52,6 +56,11 @@ class LiveChat:
     @property
     def host(self) -> Host:
         return self.session.service.host
+
+    @property
+    def busy(self) -> bool:
+        """A turn runs (a stopped one, whose backend is still letting go, does not count)."""
+        return self.runner is not None and not self.runner.ended
 
     def say(self, action: dict[str, Any]) -> None:
         self.host.emit(self.channel, action)
@@ -111,7 +120,7 @@ class LiveSession:
 
     @property
     def running(self) -> bool:
-        return any(chat.runner is not None for chat in self.chats.values())
+        return any(chat.busy for chat in self.chats.values())
 
 
 class Sessions:
@@ -194,9 +203,9 @@ class Sessions:
         return summary
 
     def _summary_status(self, session: LiveSession) -> int:
-        activity = 8 if session.running else 1
-        state = session.channel.state["status"]
-        return activity | (state & 96)
+        activity = IN_PROGRESS if session.running else IDLE
+        flags = int(session.channel.state["status"]) & (IS_READ | IS_ARCHIVED)
+        return activity | flags
 
     # -- commands -------------------------------------------------------------------------
 
@@ -281,7 +290,7 @@ class Sessions:
         self.save_session(session)
         uri = chat.record.uri
         self.host.writes.later(f"chat:{uri}", lambda: self.host.store.delete_chat(uri))
-        self._update_active_count()
+        self.update_active_count()
 
     def start_host_turn(self, chat: LiveChat, message: dict[str, Any]) -> None:
         """A turn this host starts (a new chat's first message): said, then run."""
@@ -321,7 +330,7 @@ class Sessions:
                 "root/sessionRemoved",
                 {"channel": ROOT_URI, "session": session.record.uri},
             )
-        self._update_active_count()
+        self.update_active_count()
         uri = session.record.uri
         self.host.writes.later(f"session:{uri}", lambda: self.host.store.delete_session(uri))
 
@@ -379,9 +388,9 @@ class Sessions:
             self.host.emit(session.channel, {"type": "session/titleChanged", "title": title})
             session.record.title = title
         self.touch(session)
-        self._update_active_count()
+        self.update_active_count()
         position = len(chat.record.turns)
-        running = {
+        running: dict[str, Any] = {
             "id": turn_id,
             "startedAt": action.get("startedAt") or iso(started),
             "message": action.get("message"),
@@ -392,15 +401,26 @@ class Sessions:
             f"turn:{chat.record.uri}:{turn_id}",
             _save_turn(self.host, chat.record.uri, position, running),
         )
+        previous = chat.task
         chat.task = asyncio.get_running_loop().create_task(
-            self._run(chat, runner, TurnRequest(turn_id, text, _model(action)), position)
+            self._run(chat, runner, TurnRequest(turn_id, text, _model(action)), position, previous)
         )
 
     async def _run(
-        self, chat: LiveChat, runner: TurnRunner, request: TurnRequest, position: int
+        self,
+        chat: LiveChat,
+        runner: TurnRunner,
+        request: TurnRequest,
+        position: int,
+        previous: asyncio.Task[None] | None,
     ) -> None:
         completed = False
         try:
+            if previous is not None and not previous.done():
+                # A turn said while a stopped one's backend lets it go runs once that is done.
+                await asyncio.wait([previous])
+            if runner.ended:
+                return
             agent_chat = await self._agent_chat(chat)
             end = await agent_chat.run_turn(request, runner)
             completed = end.state == "complete" and not runner.ended
@@ -462,7 +482,7 @@ class Sessions:
             )
         session = chat.session
         self.touch(session)
-        self._update_active_count()
+        self.update_active_count()
         self.chat_row_moved(chat)
         # A stopped or failed turn leaves the queue waiting for the client's next move.
         if take_queued:
@@ -477,7 +497,7 @@ class Sessions:
         held = chat.state().get("steeringMessage")
         if not held:
             return
-        if chat.runner is None:
+        if not chat.busy:
             self._start_pending(chat, "steering", held)
             return
         steer = getattr(chat.agent_chat, "steer", None)
@@ -497,7 +517,7 @@ class Sessions:
 
     def take_queued(self, chat: LiveChat) -> None:
         """Steering left over, then the head of the queue, starts a turn when none runs."""
-        if chat.runner is not None or chat.session.record.uri not in self.sessions:
+        if chat.busy or chat.session.record.uri not in self.sessions:
             return
         held = chat.state().get("steeringMessage")
         if held:
@@ -593,7 +613,7 @@ class Sessions:
             self.host.settings.presence_grace_s, self.left, client_id, channels
         )
 
-    def _update_active_count(self) -> None:
+    def update_active_count(self) -> None:
         count = sum(1 for s in self.sessions.values() if s.running)
         root = self.host.channels[ROOT_URI]
         if root.state.get("activeSessions") != count:

@@ -139,6 +139,14 @@ class ServerProcess:
             self._proc.wait(5)
         self._proc = None
 
+    def kill(self) -> None:
+        """Stop the server the way a crash does: no shutdown, nothing written on the way out."""
+        if self._proc is None:
+            return
+        self._proc.kill()
+        self._proc.wait(10)
+        self._proc = None
+
     def restart(self) -> ServerProcess:
         self.stop()
         return self.start()

@@ -1,0 +1,259 @@
+"""Sessions with an Agent Client Protocol agent: the small ACP agent under tests/agents, run as
+a real subprocess by the server, end to end over the socket."""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.test_sessions import ended, message, new_session, run_turn, turn
+from tests.support.client import Client
+from tests.support.server import REPO, ServerProcess
+
+AGENT = REPO / "tests" / "agents" / "fake_acp_agent.py"
+
+
+@pytest.fixture(scope="module")
+def workdir():
+    with tempfile.TemporaryDirectory(prefix="ahpd-acp-work-") as path:
+        yield Path(path)
+
+
+@pytest.fixture(scope="module")
+def server(workdir):
+    config = workdir.parent / f"acp-agents-{uuid.uuid4().hex}.json"
+    config.write_text(
+        json.dumps(
+            {
+                "agents": [
+                    {
+                        "provider": "fake",
+                        "kind": "acp",
+                        "displayName": "Fake ACP agent",
+                        "command": sys.executable,
+                        "args": [str(AGENT)],
+                        "promptTimeoutSeconds": 60,
+                    },
+                ]
+            }
+        )
+    )
+    process = ServerProcess(env_extra={"AHPD_CONFIG": str(config)}).start()
+    yield process
+    process.close()
+    config.unlink()
+
+
+async def acp_session(client: Client, workdir: Path) -> tuple[str, str]:
+    return await new_session(client, workdir, provider="fake")
+
+
+async def test_a_turn_streams_thinking_and_text_from_the_agent(server, connect, workdir):
+    client = await connect(server.url)
+    await client.initialize()
+    uri, chat = await acp_session(client, workdir)
+    end = await run_turn(client, chat, "hello agent")
+    assert end["action"]["type"] == "chat/turnComplete"
+    await client.assert_conforms(chat)
+    await client.assert_conforms(uri)
+    [last] = client.tracked[chat][0]["turns"][-1:]
+    kinds = [p["kind"] for p in last["responseParts"]]
+    assert kinds[0] == "reasoning"
+    text = "".join(p["content"] for p in last["responseParts"] if p["kind"] == "markdown")
+    assert text == "echo: hello agent"
+
+
+async def test_the_agent_asks_and_a_person_approves_or_refuses(server, connect, workdir):
+    client = await connect(server.url)
+    await client.initialize()
+    _, chat = await acp_session(client, workdir)
+    for approved, name in ((True, "acp-yes.txt"), (False, "acp-no.txt")):
+        action = turn(f"write {name} written by the agent")
+        turn_id = action["turnId"]
+        await client.dispatch(chat, action)
+        ready = await client.wait_action(
+            lambda e: (
+                e["channel"] == chat
+                and e["action"]["type"] == "chat/toolCallReady"
+                and e["action"]["turnId"] == turn_id  # noqa: B023
+                and "confirmed" not in e["action"]
+            ),
+            timeout=30,
+        )
+        options = ready["action"]["options"]
+        pick = next(o for o in options if o["kind"] == ("approve" if approved else "deny"))
+        answer = {
+            "type": "chat/toolCallConfirmed",
+            "turnId": turn_id,
+            "toolCallId": ready["action"]["toolCallId"],
+            "approved": approved,
+            "selectedOptionId": pick["id"],
+        }
+        answer.update({"confirmed": "user-action"} if approved else {"reason": "denied"})
+        await client.dispatch_and_wait(chat, answer)
+        await client.wait_action(ended(chat, turn_id), timeout=30)
+        assert (workdir / name).exists() is approved
+    await client.assert_conforms(chat)
+
+
+async def test_a_read_outside_the_working_directory_is_refused_to_the_agent(
+    server, connect, workdir
+):
+    client = await connect(server.url)
+    await client.initialize()
+    _, chat = await acp_session(client, workdir)
+    end = await run_turn(client, chat, "read ../../etc/passwd")
+    await client.assert_conforms(chat)
+    calls = [
+        p["toolCall"]
+        for p in client.tracked[chat][0]["turns"][-1]["responseParts"]
+        if p["kind"] == "toolCall"
+    ]
+    assert calls and calls[0]["status"] == "completed"
+    assert calls[0]["success"] is False
+    assert end["action"]["type"] == "chat/turnComplete"
+
+
+async def test_a_stop_cancels_the_agents_turn(server, connect, workdir):
+    client = await connect(server.url)
+    await client.initialize()
+    _, chat = await acp_session(client, workdir)
+    action = turn("slow")
+    await client.dispatch(chat, action)
+    await client.wait_action(
+        lambda e: e["channel"] == chat and e["action"]["type"] == "chat/delta", timeout=30
+    )
+    await client.dispatch_and_wait(
+        chat, {"type": "chat/turnCancelled", "turnId": action["turnId"], "duration": 5}
+    )
+    # The next turn runs once the agent has let the stopped one go.
+    assert (await run_turn(client, chat, "after the stop"))["action"]["type"] == "chat/turnComplete"
+    await client.assert_conforms(chat)
+
+
+async def test_a_crash_ends_the_turn_in_error_and_the_next_turn_starts_the_agent_again(
+    server, connect, workdir
+):
+    client = await connect(server.url)
+    await client.initialize()
+    _, chat = await acp_session(client, workdir)
+    crashed = await run_turn(client, chat, "crash")
+    assert crashed["action"]["type"] == "chat/error"
+    assert crashed["action"]["duration"] >= 0
+    again = await run_turn(client, chat, "still there?")
+    assert again["action"]["type"] == "chat/turnComplete"
+    await client.assert_conforms(chat)
+
+
+async def test_a_restart_resumes_the_conversation_with_session_load(server, connect, workdir):
+    client = await connect(server.url)
+    await client.initialize()
+    uri, chat = await acp_session(client, workdir)
+    await run_turn(client, chat, "remember pineapple")
+    await client.close()
+    server.restart()
+    again = await Client.open(server.url)
+    try:
+        await again.initialize()
+        state = (await again.request("subscribe", {"channel": chat}))["snapshot"]["state"]
+        assert state["turns"][0]["message"]["text"] == "remember pineapple"
+        await again.request("subscribe", {"channel": uri})
+        await run_turn(again, chat, "recall")
+        await again.assert_conforms(chat)
+        reply = "".join(
+            p["content"]
+            for p in again.tracked[chat][0]["turns"][-1]["responseParts"]
+            if p["kind"] == "markdown"
+        )
+        assert "remember pineapple" in reply
+    finally:
+        await again.close()
+        again.assert_schema_clean()
+
+
+async def test_a_turn_running_when_the_server_died_reads_back_ended_in_error(
+    server, connect, workdir
+):
+    client = await connect(server.url)
+    await client.initialize()
+    _, chat = await acp_session(client, workdir)
+    action = turn("slow")
+    await client.dispatch(chat, action)
+    # Enough of the turn has run for the host to have written that it is running.
+    await client.wait_for(
+        lambda: (
+            len(
+                [
+                    e
+                    for e in client.actions
+                    if e["channel"] == chat and e["action"]["type"] == "chat/delta"
+                ]
+            )
+            >= 10
+        ),
+        timeout=30,
+    )
+    await client.close()
+    server.kill()
+    server.start()
+    again = await Client.open(server.url)
+    try:
+        await again.initialize()
+        state = (await again.request("subscribe", {"channel": chat}))["snapshot"]["state"]
+        assert "activeTurn" not in state
+        last = state["turns"][-1]
+        assert last["id"] == action["turnId"]
+        assert last["state"] == "error"
+        assert last["responseParts"][-1]["kind"] == "error"
+        assert (await run_turn(again, chat, "after the crash"))["action"]["type"] == (
+            "chat/turnComplete"
+        )
+    finally:
+        await again.close()
+        again.assert_schema_clean()
+
+
+async def test_a_queued_message_starts_when_the_running_turn_completes(server, connect, workdir):
+    client = await connect(server.url)
+    await client.initialize()
+    _, chat = await acp_session(client, workdir)
+    action = turn("write queued-wait.txt x")
+    await client.dispatch(chat, action)
+    ready = await client.wait_action(
+        lambda e: e["channel"] == chat and e["action"]["type"] == "chat/toolCallReady",
+        timeout=30,
+    )
+    await client.dispatch_and_wait(
+        chat,
+        {
+            "type": "chat/pendingMessageSet",
+            "kind": "queued",
+            "id": "next",
+            "message": message("queued behind"),
+        },
+    )
+    await client.dispatch_and_wait(
+        chat,
+        {
+            "type": "chat/toolCallConfirmed",
+            "turnId": action["turnId"],
+            "toolCallId": ready["action"]["toolCallId"],
+            "approved": True,
+            "confirmed": "user-action",
+        },
+    )
+    started = await client.wait_action(
+        lambda e: (
+            e["channel"] == chat
+            and e["action"]["type"] == "chat/turnStarted"
+            and e["action"].get("queuedMessageId") == "next"
+        ),
+        timeout=30,
+    )
+    await client.wait_action(ended(chat, started["action"]["turnId"]), timeout=30)
+    await client.assert_conforms(chat)
