@@ -304,18 +304,29 @@ class Sessions:
         self.turn_began(chat)
         self.start_turn(chat, action)
 
-    def announce(self, session: LiveSession) -> None:
-        """A fresh session's first message makes it real: listed, announced, ready."""
+    def announce(self, session: LiveSession, *, failure: str | None = None) -> None:
+        """A fresh session's first message, handed to its backend, makes it real: announced,
+        listed, ready. One whose backend could not be had is said failed, then announced; a
+        message sent again tries again."""
+        if failure is not None and session.channel.state["lifecycle"] == "creating":
+            self.host.emit(
+                session.channel,
+                {
+                    "type": "session/creationFailed",
+                    "error": {"errorType": "backendUnavailable", "message": failure},
+                },
+            )
+        elif failure is None and session.channel.state["lifecycle"] != "ready":
+            self.host.emit(session.channel, {"type": "session/ready"})
         if session.record.announced:
             return
         session.record.announced = True
+        self.save_session(session)
         self.host.notify(
             self.host.channels[ROOT_URI],
             "root/sessionAdded",
             {"channel": ROOT_URI, "summary": self.summary(session)},
         )
-        self.host.emit(session.channel, {"type": "session/ready"})
-        self.save_session(session)
 
     async def dispose(self, session: LiveSession) -> None:
         for chat in list(session.chats.values()):
@@ -376,7 +387,6 @@ class Sessions:
     def start_turn(self, chat: LiveChat, action: dict[str, Any]) -> None:
         """A turnStarted has been said on the chat: run it with the chat's backend."""
         session = chat.session
-        self.announce(session)
         turn_id: str = action["turnId"]
         started = now_ms()
         runner = TurnRunner(chat, turn_id, started, self.host.settings.delta_window_ms)
@@ -421,7 +431,16 @@ class Sessions:
                 await asyncio.wait([previous])
             if runner.ended:
                 return
-            agent_chat = await self._agent_chat(chat)
+            try:
+                agent_chat = await self._agent_chat(chat)
+            except Exception as exc:
+                message = str(exc) if isinstance(exc, BackendError) else f"The agent failed: {exc}"
+                if not isinstance(exc, BackendError):
+                    log.exception("opening the agent of %s failed", chat.record.uri)
+                runner.end("error", message)
+                self.announce(chat.session, failure=message)
+                return
+            self.announce(chat.session)
             end = await agent_chat.run_turn(request, runner)
             completed = end.state == "complete" and not runner.ended
             runner.end(end.state, end.message)
@@ -481,6 +500,7 @@ class Sessions:
                 _save_turn(self.host, chat.record.uri, position, finished),
             )
         session = chat.session
+        self._mark_unread(chat)
         self.touch(session)
         self.update_active_count()
         self.chat_row_moved(chat)
@@ -514,6 +534,17 @@ class Sessions:
                 chat.channel,
                 {"type": "chat/pendingMessageRemoved", "kind": "steering", "id": held["id"]},
             )
+
+    def _mark_unread(self, chat: LiveChat) -> None:
+        """A turn's end is something new to read: the chat says unread, and a read session too."""
+        self.host.emit(chat.channel, {"type": "chat/isReadChanged", "isRead": False})
+        if chat.record.is_read:
+            chat.record.is_read = False
+            self.save_chat(chat)
+        session = chat.session
+        if session.record.is_read and session.record.uri in self.sessions:
+            self.host.emit(session.channel, {"type": "session/isReadChanged", "isRead": False})
+            session.record.is_read = False
 
     def take_queued(self, chat: LiveChat) -> None:
         """Steering left over, then the head of the queue, starts a turn when none runs."""

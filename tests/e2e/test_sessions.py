@@ -638,3 +638,17 @@ async def test_a_dropped_client_leaves_after_the_grace_unless_it_comes_back(
     assert not [e for e in watcher.actions if removed(back_uri, back_client.client_id)(e)]
     await watcher.assert_conforms(back_uri)
     assert watcher.tracked[back_uri][0]["activeClients"][0]["clientId"] == back_client.client_id
+
+
+async def test_a_read_session_reads_unread_when_a_turn_ends(server, connect, workdir):
+    client = await connect(server.url)
+    await client.initialize()
+    uri, chat = await new_session(client, workdir)
+    await run_turn(client, chat, "first")
+    await client.dispatch_and_wait(uri, {"type": "session/isReadChanged", "isRead": True})
+    await client.dispatch_and_wait(chat, {"type": "chat/isReadChanged", "isRead": True})
+    await run_turn(client, chat, "second")
+    await client.assert_conforms(uri)
+    await client.assert_conforms(chat)
+    assert not client.tracked[uri][0]["status"] & 32
+    assert not client.tracked[chat][0]["status"] & 32

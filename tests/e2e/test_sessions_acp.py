@@ -257,3 +257,39 @@ async def test_a_queued_message_starts_when_the_running_turn_completes(server, c
     )
     await client.wait_action(ended(chat, started["action"]["turnId"]), timeout=30)
     await client.assert_conforms(chat)
+
+
+async def test_a_session_whose_agent_cannot_start_is_said_failed(connect, workdir):
+    config = workdir.parent / f"broken-{uuid.uuid4().hex}.json"
+    config.write_text(
+        json.dumps(
+            {
+                "agents": [
+                    {
+                        "provider": "broken",
+                        "kind": "acp",
+                        "displayName": "Broken",
+                        "command": "/nonexistent/agent-binary",
+                    }
+                ]
+            }
+        )
+    )
+    process = ServerProcess(env_extra={"AHPD_CONFIG": str(config)}).start()
+    try:
+        client = await connect(process.url)
+        await client.initialize()
+        uri, chat = await new_session(client, workdir, provider="broken")
+        end = await run_turn(client, chat, "hello")
+        assert end["action"]["type"] == "chat/error"
+        failed = await client.wait_action(
+            lambda e: e["channel"] == uri and e["action"]["type"] == "session/creationFailed"
+        )
+        assert failed["action"]["error"]["message"]
+        await client.assert_conforms(uri)
+        assert client.tracked[uri][0]["lifecycle"] == "failed"
+        listed = (await client.request("listSessions", {"channel": "ahp-root://"}))["items"]
+        assert uri in [s["resource"] for s in listed]
+    finally:
+        process.close()
+        config.unlink()
