@@ -10,7 +10,9 @@ import base64
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 # SessionStatus bits (a bit set, not an enum).
 IDLE = 1
@@ -101,6 +103,12 @@ class SessionRecord:
 def chat_record_from_json(data: dict[str, Any]) -> ChatRecord:
     fields = ChatRecord.__dataclass_fields__
     return ChatRecord(**{k: data[k] for k in fields if k in data})
+
+
+def file_path(uri: str) -> Path:
+    """A working directory's file: URI as a path (a bare path is taken as one)."""
+    parts = urlsplit(uri)
+    return Path(unquote(parts.path)) if parts.scheme == "file" else Path(uri)
 
 
 def opaque_chat_uri() -> str:

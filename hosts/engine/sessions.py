@@ -9,16 +9,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..backends.base import Agent, AgentChat, BackendError, ChatContext, TurnRequest
+from ..backends.base import Agent, AgentChat
 from ..protocol.uris import ROOT_URI
 from .channel import Channel
 from .clock import now_ms
+from .presence import PresenceMixin
 from .records import (
     IDLE,
     IN_PROGRESS,
@@ -32,6 +32,7 @@ from .records import (
     iso,
     status_bits,
 )
+from .session_turns import TurnsMixin, save_turn_later
 from .turns import TurnRunner
 
 if TYPE_CHECKING:
@@ -123,7 +124,7 @@ class LiveSession:
         return any(chat.busy for chat in self.chats.values())
 
 
-class Sessions:
+class Sessions(PresenceMixin, TurnsMixin):
     """Every session this host holds, by URI, and every chat, by URI."""
 
     def __init__(self, host: Host, agents: Mapping[str, Agent], state_dir: Path | None) -> None:
@@ -144,10 +145,7 @@ class Sessions:
             for chat in chats:
                 if chat.turns and chat.turns[-1].get("state") == "running":
                     chat.turns[-1] = interrupted(chat.turns[-1])
-                    self.host.writes.later(
-                        f"turn:{chat.uri}:{chat.turns[-1]['id']}",
-                        _save_turn(self.host, chat.uri, len(chat.turns) - 1, chat.turns[-1]),
-                    )
+                    save_turn_later(self.host, chat.uri, len(chat.turns) - 1, chat.turns[-1])
             self._open(record, chats)
 
     def _open(self, record: SessionRecord, chats: list[ChatRecord]) -> LiveSession:
@@ -273,9 +271,7 @@ class Sessions:
         self.save_session(session)
         self.save_chat(chat)
         for position, turn in enumerate(record.turns):
-            self.host.writes.later(
-                f"turn:{uri}:{turn['id']}", _save_turn(self.host, uri, position, turn)
-            )
+            save_turn_later(self.host, uri, position, turn)
         return chat
 
     async def remove_chat(self, chat: LiveChat) -> None:
@@ -291,18 +287,6 @@ class Sessions:
         uri = chat.record.uri
         self.host.writes.later(f"chat:{uri}", lambda: self.host.store.delete_chat(uri))
         self.update_active_count()
-
-    def start_host_turn(self, chat: LiveChat, message: dict[str, Any]) -> None:
-        """A turn this host starts (a new chat's first message): said, then run."""
-        action = {
-            "type": "chat/turnStarted",
-            "turnId": str(uuid.uuid4()),
-            "startedAt": iso(now_ms()),
-            "message": message,
-        }
-        self.host.emit(chat.channel, action)
-        self.turn_began(chat)
-        self.start_turn(chat, action)
 
     def announce(self, session: LiveSession, *, failure: str | None = None) -> None:
         """A fresh session's first message, handed to its backend, makes it real: announced,
@@ -382,197 +366,6 @@ class Sessions:
         data = chat.record.to_json()
         self.host.writes.later(f"chat:{chat.record.uri}", lambda: self.host.store.save_chat(data))
 
-    # -- turns ----------------------------------------------------------------------------
-
-    def start_turn(self, chat: LiveChat, action: dict[str, Any]) -> None:
-        """A turnStarted has been said on the chat: run it with the chat's backend."""
-        session = chat.session
-        turn_id: str = action["turnId"]
-        started = now_ms()
-        runner = TurnRunner(chat, turn_id, started, self.host.settings.delta_window_ms)
-        chat.runner = runner
-        text = str(action.get("message", {}).get("text", ""))
-        if not session.channel.state["title"] and text.strip():
-            # An untitled row is one nobody can find again: name it after its first message.
-            title = " ".join(text.split())[:80]
-            self.host.emit(session.channel, {"type": "session/titleChanged", "title": title})
-            session.record.title = title
-        self.touch(session)
-        self.update_active_count()
-        position = len(chat.record.turns)
-        running: dict[str, Any] = {
-            "id": turn_id,
-            "startedAt": action.get("startedAt") or iso(started),
-            "message": action.get("message"),
-            "responseParts": [],
-            "state": "running",
-        }
-        self.host.writes.later(
-            f"turn:{chat.record.uri}:{turn_id}",
-            _save_turn(self.host, chat.record.uri, position, running),
-        )
-        previous = chat.task
-        chat.task = asyncio.get_running_loop().create_task(
-            self._run(chat, runner, TurnRequest(turn_id, text, _model(action)), position, previous)
-        )
-
-    async def _run(
-        self,
-        chat: LiveChat,
-        runner: TurnRunner,
-        request: TurnRequest,
-        position: int,
-        previous: asyncio.Task[None] | None,
-    ) -> None:
-        completed = False
-        try:
-            if previous is not None and not previous.done():
-                # A turn said while a stopped one's backend lets it go runs once that is done.
-                await asyncio.wait([previous])
-            if runner.ended:
-                return
-            try:
-                agent_chat = await self._agent_chat(chat)
-            except Exception as exc:
-                message = str(exc) if isinstance(exc, BackendError) else f"The agent failed: {exc}"
-                if not isinstance(exc, BackendError):
-                    log.exception("opening the agent of %s failed", chat.record.uri)
-                runner.end("error", message)
-                self.announce(chat.session, failure=message)
-                return
-            self.announce(chat.session)
-            end = await agent_chat.run_turn(request, runner)
-            completed = end.state == "complete" and not runner.ended
-            runner.end(end.state, end.message)
-        except BackendError as exc:
-            runner.end("error", str(exc))
-        except asyncio.CancelledError:
-            runner.end("cancelled")
-            raise
-        except Exception as exc:
-            log.exception("turn %s of %s failed", request.turn_id, chat.record.uri)
-            runner.end("error", f"The agent failed: {exc}")
-        finally:
-            self._finish(chat, runner, position, take_queued=completed)
-
-    async def _agent_chat(self, chat: LiveChat) -> AgentChat:
-        async with chat.opening:
-            if chat.agent_chat is not None:
-                return chat.agent_chat
-            record = chat.session.record
-            agent = self.agents.get(record.provider)
-            if agent is None:
-                raise BackendError(f"No agent is configured for provider {record.provider!r}")
-            history = [
-                {"user": t["message"].get("text", ""), "assistant": _assistant_text(t)}
-                for t in chat.record.turns
-                if t.get("state") == "complete"
-            ]
-            state_dir = None
-            if self.state_dir is not None:
-                state_dir = self.state_dir / "agents" / record.provider
-            context = ChatContext(
-                chat=chat.record.uri,
-                working_directories=[_path(u) for u in record.working_directories] or [Path.cwd()],
-                backend_id=chat.record.backend_id,
-                history=history,
-                config=dict(chat.session.channel.state["config"]["values"]),
-                state_dir=state_dir,
-            )
-            chat.agent_chat = await agent.open_chat(context)
-            if chat.agent_chat.backend_id != chat.record.backend_id:
-                chat.record.backend_id = chat.agent_chat.backend_id
-                self.save_chat(chat)
-            return chat.agent_chat
-
-    def _finish(
-        self, chat: LiveChat, runner: TurnRunner, position: int, *, take_queued: bool
-    ) -> None:
-        if chat.runner is runner:
-            chat.runner = None
-            chat.task = None
-        turns = chat.state().get("turns", [])
-        finished = next((t for t in reversed(turns) if t.get("id") == runner.turn_id), None)
-        if finished is not None:
-            chat.record.turns.append(finished)
-            self.host.writes.later(
-                f"turn:{chat.record.uri}:{runner.turn_id}",
-                _save_turn(self.host, chat.record.uri, position, finished),
-            )
-        session = chat.session
-        self._mark_unread(chat)
-        self.touch(session)
-        self.update_active_count()
-        self.chat_row_moved(chat)
-        # A stopped or failed turn leaves the queue waiting for the client's next move.
-        if take_queued:
-            self.take_queued(chat)
-
-    def steer(self, chat: LiveChat) -> None:
-        """Hand the chat's steering message to the running turn, or run it as a turn of its own.
-
-        A backend that cannot take steering into a running turn has it run next, as a turn of
-        its own, once the running one completes.
-        """
-        held = chat.state().get("steeringMessage")
-        if not held:
-            return
-        if not chat.busy:
-            self._start_pending(chat, "steering", held)
-            return
-        steer = getattr(chat.agent_chat, "steer", None)
-        if steer is not None and steer(str(held["message"].get("text", ""))):
-            self.host.emit(
-                chat.channel,
-                {"type": "chat/pendingMessageRemoved", "kind": "steering", "id": held["id"]},
-            )
-
-    def drop_steering(self, chat: LiveChat) -> None:
-        held = chat.state().get("steeringMessage")
-        if held:
-            self.host.emit(
-                chat.channel,
-                {"type": "chat/pendingMessageRemoved", "kind": "steering", "id": held["id"]},
-            )
-
-    def _mark_unread(self, chat: LiveChat) -> None:
-        """A turn's end is something new to read: the chat says unread, and a read session too."""
-        self.host.emit(chat.channel, {"type": "chat/isReadChanged", "isRead": False})
-        if chat.record.is_read:
-            chat.record.is_read = False
-            self.save_chat(chat)
-        session = chat.session
-        if session.record.is_read and session.record.uri in self.sessions:
-            self.host.emit(session.channel, {"type": "session/isReadChanged", "isRead": False})
-            session.record.is_read = False
-
-    def take_queued(self, chat: LiveChat) -> None:
-        """Steering left over, then the head of the queue, starts a turn when none runs."""
-        if chat.busy or chat.session.record.uri not in self.sessions:
-            return
-        held = chat.state().get("steeringMessage")
-        if held:
-            self._start_pending(chat, "steering", held)
-            return
-        queued = chat.state().get("queuedMessages") or []
-        if queued:
-            self._start_pending(chat, "queued", queued[0])
-
-    def _start_pending(self, chat: LiveChat, kind: str, head: dict[str, Any]) -> None:
-        self.host.emit(
-            chat.channel, {"type": "chat/pendingMessageRemoved", "kind": kind, "id": head["id"]}
-        )
-        action = {
-            "type": "chat/turnStarted",
-            "turnId": str(uuid.uuid4()),
-            "startedAt": iso(now_ms()),
-            "message": head["message"],
-            "queuedMessageId": head["id"],
-        }
-        self.host.emit(chat.channel, action)
-        self.turn_began(chat)
-        self.start_turn(chat, action)
-
     def touch(self, session: LiveSession) -> None:
         session.record.modified_ms = now_ms()
         self.save_session(session)
@@ -605,85 +398,15 @@ class Sessions:
                 {"type": "session/chatUpdated", "chat": chat.record.uri, "changes": changes},
             )
 
-    # -- presence -------------------------------------------------------------------------
-
-    def _sessions_of(self, channels: list[Channel]) -> set[str]:
-        uris = set()
-        for channel in channels:
-            if channel.kind == "session":
-                uris.add(channel.uri)
-            elif channel.kind == "chat" and channel.uri in self.chats:
-                uris.add(self.chats[channel.uri].session.record.uri)
-        return uris
-
-    def _present(self, client_id: str, session: LiveSession) -> bool:
-        """A subscription to the session or to any chat it holds keeps a client in."""
-        watched = {session.record.uri, *session.chats}
-        return any(
-            conn.client_id == client_id and not conn.closed and watched & conn.subscriptions.keys()
-            for conn in self.host.connections
-        )
-
-    def left(self, client_id: str, channels: list[Channel]) -> None:
-        """Take a client out of each session it no longer watches (said as this host's)."""
-        for uri in self._sessions_of(channels):
-            session = self.sessions.get(uri)
-            if session is None or self._present(client_id, session):
-                continue
-            clients = session.channel.state.get("activeClients", [])
-            if any(c.get("clientId") == client_id for c in clients):
-                self.host.emit(
-                    session.channel,
-                    {"type": "session/activeClientRemoved", "clientId": client_id},
-                )
-
-    def left_later(self, client_id: str, channels: list[Channel]) -> None:
-        if not self._sessions_of(channels):
-            return
-        asyncio.get_running_loop().call_later(
-            self.host.settings.presence_grace_s, self.left, client_id, channels
-        )
-
     def update_active_count(self) -> None:
         count = sum(1 for s in self.sessions.values() if s.running)
         root = self.host.channels[ROOT_URI]
         if root.state.get("activeSessions") != count:
             self.host.emit(root, {"type": "root/activeSessionsChanged", "activeSessions": count})
 
-    def turn_began(self, chat: LiveChat) -> None:
-        """After a client's turnStarted is said: its row, then the run."""
-        self.chat_row_moved(chat)
-
     async def shutdown(self) -> None:
         for chat in list(self.chats.values()):
             await self._close_chat(chat, cancel=False)
-
-
-def _save_turn(host: Host, chat: str, position: int, turn: dict[str, Any]) -> Any:
-    async def write() -> None:
-        await host.store.save_turn(chat, position, turn)
-
-    return write
-
-
-def _assistant_text(turn: Mapping[str, Any]) -> str:
-    return "".join(
-        p.get("content", "") for p in turn.get("responseParts", []) if p.get("kind") == "markdown"
-    )
-
-
-def _model(action: Mapping[str, Any]) -> str | None:
-    model = action.get("message", {}).get("model")
-    if isinstance(model, dict) and isinstance(model.get("id"), str):
-        return str(model["id"])
-    return None
-
-
-def _path(uri: str) -> Path:
-    from urllib.parse import unquote, urlsplit
-
-    parts = urlsplit(uri)
-    return Path(unquote(parts.path)) if parts.scheme == "file" else Path(uri)
 
 
 def interrupted(turn: dict[str, Any]) -> dict[str, Any]:

@@ -148,11 +148,11 @@ def _commands(chat: LiveChat, typed: str, start: int, end: int) -> list[dict[str
 
 
 def _files(chat: LiveChat, typed: str, start: int, end: int) -> list[dict[str, Any]]:
-    from ..sessions import _path
+    from ..records import file_path
 
     items: list[dict[str, Any]] = []
     for root_uri in chat.session.record.working_directories:
-        root = _path(root_uri)
+        root = file_path(root_uri)
         for directory, dirnames, filenames in os.walk(root):
             dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
             for name in sorted(filenames):
