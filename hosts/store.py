@@ -47,6 +47,9 @@ class DjangoSessionStore:
     async def save_turn(self, chat: str, position: int, turn: dict[str, Any]) -> None:
         await sync_to_async(_save_turn)(chat, position, turn)
 
+    async def truncate_turns(self, chat: str, keep: int) -> None:
+        await sync_to_async(_truncate_turns)(chat, keep)
+
 
 _SESSION_FIELDS = (
     "provider",
@@ -108,6 +111,10 @@ def _save_chat(chat: dict[str, Any]) -> None:
 
 def _delete_chat(uri: str) -> None:
     StoredChat.objects.filter(uri=uri).delete()
+
+
+def _truncate_turns(chat: str, keep: int) -> None:
+    StoredTurn.objects.filter(chat_id=chat, position__gte=keep).delete()
 
 
 def _save_turn(chat: str, position: int, turn: dict[str, Any]) -> None:

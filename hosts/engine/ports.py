@@ -26,6 +26,10 @@ class Store(Protocol):
 
     async def save_turn(self, chat: str, position: int, turn: dict[str, Any]) -> None: ...
 
+    async def truncate_turns(self, chat: str, keep: int) -> None:
+        """Forget every turn of the chat from position `keep` on."""
+        ...
+
 
 class MemoryStore:
     """A store that keeps everything for the life of the process (engine tests, benchmarks)."""
@@ -74,6 +78,11 @@ class MemoryStore:
 
     async def save_turn(self, chat: str, position: int, turn: dict[str, Any]) -> None:
         self.turns.setdefault(chat, {})[position] = dict(turn)
+
+    async def truncate_turns(self, chat: str, keep: int) -> None:
+        turns = self.turns.get(chat, {})
+        for position in [p for p in turns if p >= keep]:
+            del turns[position]
 
 
 class Transport(Protocol):

@@ -198,6 +198,19 @@ def _chat_flag(key: str) -> ChatHandler:
     return handle
 
 
+def _truncated(chat: LiveChat, action: dict[str, Any], say: Say) -> str | None:
+    turn_id = action.get("turnId")
+    if turn_id is not None and not isinstance(turn_id, str):
+        return "chat/truncated: turnId must be a string"
+    if chat.busy:
+        return "Cannot truncate while a turn is active; stop it first."
+    say()
+    # Served as a rewind: the kept turns are the conversation from here on, for every client,
+    # in the record and for the backend, which is opened again on them at the next turn.
+    chat.session.service.rewind(chat)
+    return None
+
+
 def _refused(reason: Callable[[LiveChat, dict[str, Any]], str]) -> ChatHandler:
     """A client action this host's backends never have a moment for, refused in words."""
 
@@ -217,6 +230,7 @@ CHAT_HANDLERS: dict[str, ChatHandler] = {
     "chat/draftChanged": _draft,
     "chat/isReadChanged": _chat_flag("isRead"),
     "chat/isArchivedChanged": _chat_flag("isArchived"),
+    "chat/truncated": _truncated,
     "chat/turnResume": _refused(
         lambda chat, action: (
             "Cannot resume while a turn is active."

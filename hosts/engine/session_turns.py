@@ -195,6 +195,27 @@ class TurnsMixin:
                 {"type": "chat/pendingMessageRemoved", "kind": "steering", "id": held["id"]},
             )
 
+    def rewind(self, chat: LiveChat) -> None:
+        """After a truncation: keep what the chat holds, and start its backend again on it.
+
+        A backend that keeps a conversation of its own (an ACP agent) cannot be cut; it is let
+        go, and the next turn opens a new conversation on the turns kept (the openai loop is
+        handed them as history; an ACP agent starts afresh).
+        """
+        kept = list(chat.state().get("turns", []))
+        chat.record.turns = kept
+        chat.record.backend_id = None
+        self.save_chat(chat)
+        uri = chat.record.uri
+
+        async def write() -> None:
+            await self.host.store.truncate_turns(uri, len(kept))
+
+        self.host.writes.later(f"truncate:{uri}", write)
+        agent_chat, chat.agent_chat = chat.agent_chat, None
+        if agent_chat is not None:
+            asyncio.get_running_loop().create_task(agent_chat.close())
+
     def _mark_unread(self, chat: LiveChat) -> None:
         """A turn's end is something new to read: the chat says unread, and a read session too."""
         self.host.emit(chat.channel, {"type": "chat/isReadChanged", "isRead": False})

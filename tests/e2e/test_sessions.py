@@ -652,3 +652,36 @@ async def test_a_read_session_reads_unread_when_a_turn_ends(server, connect, wor
     await client.assert_conforms(chat)
     assert not client.tracked[uri][0]["status"] & 32
     assert not client.tracked[chat][0]["status"] & 32
+
+
+async def test_a_truncation_rewinds_the_conversation_for_clients_store_and_model(
+    server, connect, workdir, model
+):
+    client = await connect(server.url)
+    await client.initialize()
+    _, chat = await new_session(client, workdir)
+    first = await run_turn(client, chat, "keep this one")
+    await run_turn(client, chat, "drop this one")
+    echo = await client.dispatch_and_wait(
+        chat, {"type": "chat/truncated", "turnId": first["action"]["turnId"]}
+    )
+    assert "rejectionReason" not in echo
+    await client.assert_conforms(chat)
+    assert [t["message"]["text"] for t in client.tracked[chat][0]["turns"]] == ["keep this one"]
+    before = len(model.requests)
+    await run_turn(client, chat, "after the rewind")
+    sent = json.dumps(model.requests[before]["messages"])
+    assert "keep this one" in sent and "drop this one" not in sent
+    await client.close()
+    server.restart()
+    again = await Client.open(server.url)
+    try:
+        await again.initialize()
+        state = (await again.request("subscribe", {"channel": chat}))["snapshot"]["state"]
+        assert [t["message"]["text"] for t in state["turns"]] == [
+            "keep this one",
+            "after the rewind",
+        ]
+    finally:
+        await again.close()
+        again.assert_schema_clean()
