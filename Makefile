@@ -30,3 +30,4 @@ check: install
 
 bench: install
 	$(PY) bench/fanout.py
+	$(PY) bench/turn.py
