@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 
 
@@ -35,6 +36,9 @@ class StoredSession(models.Model):
     is_archived = models.BooleanField(default=False)
     announced = models.BooleanField(default=False)
     chats = models.JSONField(default=list, help_text="chat URIs in order")
+    owner = models.CharField(
+        max_length=200, blank=True, default="", help_text="user:<id> or root:<host>"
+    )
 
     class Meta:
         verbose_name = "session"
@@ -78,3 +82,71 @@ class StoredTurn(models.Model):
 
     def __str__(self) -> str:
         return f"{self.chat_id} #{self.position}"
+
+
+class Team(models.Model):
+    slug = models.SlugField(max_length=64, unique=True)
+    name = models.CharField(max_length=200, blank=True, default="")
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class Project(models.Model):
+    """A project belongs to a team."""
+
+    slug = models.SlugField(max_length=64, unique=True)
+    name = models.CharField(max_length=200, blank=True, default="")
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="projects")
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class Role(models.Model):
+    """A name and a list of grants (`<subject>:<operation>`)."""
+
+    name = models.SlugField(max_length=64, unique=True)
+    grants = models.JSONField(default=list)
+    builtin = models.BooleanField(default=False, help_text="made by the host; kept in step")
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Membership(models.Model):
+    """A person holds a role, host-wide or within a team or a project; one may be primary."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
+    )
+    role = models.ForeignKey(Role, on_delete=models.CASCADE, related_name="memberships")
+    team = models.ForeignKey(Team, null=True, blank=True, on_delete=models.CASCADE)
+    project = models.ForeignKey(Project, null=True, blank=True, on_delete=models.CASCADE)
+    primary = models.BooleanField(default=False)
+
+    def __str__(self) -> str:
+        where = self.project or self.team or "host"
+        return f"{self.user} as {self.role} in {where}"
+
+
+class Token(models.Model):
+    """A person's token: only its SHA-256 is kept; the secret is shown once, when minted."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="tokens"
+    )
+    name = models.CharField(max_length=100)
+    digest = models.CharField(max_length=64, unique=True, editable=False)
+    prefix = models.CharField(max_length=12, editable=False, help_text="to tell tokens apart")
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "name"], name="one_token_name_per_user")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user}/{self.name} ({self.prefix}…)"

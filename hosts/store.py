@@ -63,6 +63,7 @@ _SESSION_FIELDS = (
     "is_archived",
     "announced",
     "chats",
+    "owner",
 )
 _CHAT_FIELDS = ("title", "created_ms", "backend_id", "is_read", "is_archived", "draft")
 

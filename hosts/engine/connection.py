@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from ..protocol import jsonrpc
 from ..protocol.versions import Version
+from .principal import Principal
 
 if TYPE_CHECKING:
     from .channel import Channel
@@ -29,6 +30,9 @@ class Connection:
         self.version: Version | None = None
         self.subscriptions: dict[str, Channel] = {}
         self.closed = False
+        #: Who this connection is now, and who the door admitted it as (for a sign-out).
+        self.principal: Principal = Principal("anonymous", ())
+        self.door_principal: Principal = self.principal
         #: An older VS Code window, which computes its default chat's URI from the session's.
         self.legacy_vscode_chat_uris = False
         self.outbox: deque[str] = deque()

@@ -25,11 +25,13 @@ from ..protocol.methods import METHODS
 from ..protocol.reducers import reduce
 from ..protocol.uris import ROOT_URI, canonical
 from ..protocol.versions import Version
-from . import root_config
+from . import grants, root_config
 from .channel import Channel
 from .clock import now_ms
 from .connection import Connection
 from .ports import Store, Transport
+from .principal import ANONYMOUS_REF, USERS_RESOURCE_METADATA, Directory, NoDirectory, Principal
+from .principal import root as principal_root
 from .replay import Entry, ReplayRing
 from .writebehind import WriteBehind
 
@@ -49,6 +51,8 @@ class HostSettings:
     client_record_ttl_s: float = 300.0
     #: Streamed text is gathered per part this long before it is said; 0 says every chunk.
     delta_window_ms: int = 75
+    #: The name `root:<host>` says for the deployment's own token.
+    host_name: str = "ahpd"
     #: How long a client that dropped stays in the sessions it was in.
     presence_grace_s: float = 30.0
     #: Where backends keep their own state (agents' HOME folders).
@@ -72,6 +76,7 @@ class Host:
         store: Store,
         settings: HostSettings | None = None,
         agents: Mapping[str, Agent] | None = None,
+        directory: Directory | None = None,
     ) -> None:
         from .commands import HANDLERS
         from .sessions import Sessions
@@ -85,6 +90,8 @@ class Host:
         self.connections: set[Connection] = set()
         self.ring = ReplayRing(self.settings.replay_count, self.replay_bytes)
         self.writes = WriteBehind()
+        self.directory: Directory = directory or NoDirectory()
+        self.root_principal = principal_root(self.settings.host_name)
         self.sessions = Sessions(self, agents or {}, self.settings.state_dir)
         self._dirty: dict[Connection, None] = {}
         self._flush_wanted = asyncio.Event()
@@ -110,7 +117,10 @@ class Host:
                 ROOT_URI,
                 "root",
                 {
-                    "agents": [agent.info() for agent in self.sessions.agents.values()],
+                    "agents": [
+                        {**agent.info(), "protectedResources": [USERS_RESOURCE_METADATA]}
+                        for agent in self.sessions.agents.values()
+                    ],
                     "activeSessions": 0,
                     "config": {"schema": config_schema, "values": values},
                 },
@@ -131,8 +141,12 @@ class Host:
 
     # -- connections ----------------------------------------------------------------------
 
-    def connect(self, transport: Transport, peer: str) -> Connection:
+    def connect(
+        self, transport: Transport, peer: str, principal: Principal | None = None
+    ) -> Connection:
+        """A socket the door admitted, as the person (or the deployment) its token is."""
         conn = Connection(self, transport, peer)
+        conn.principal = conn.door_principal = principal or self.root_principal
         self.connections.add(conn)
         return conn
 
@@ -340,6 +354,41 @@ class Host:
 
     # -- requests -------------------------------------------------------------------------
 
+    async def principal_now(self, conn: Connection) -> Principal:
+        """The connection's principal with its grants read again; a revoked token signs out."""
+        principal = await self.directory.refresh(conn.principal)
+        if principal is None:
+            conn.principal = conn.door_principal = Principal(ANONYMOUS_REF, ())
+            raise ProtocolError(
+                ErrorCode.AUTH_REQUIRED,
+                "The token this connection signed in with is no longer valid: sign in again",
+                {"resources": [USERS_RESOURCE_METADATA]},
+            )
+        conn.principal = principal
+        return principal
+
+    async def require(self, conn: Connection, needed: str) -> Principal:
+        """The principal, if it holds `needed`; -32009 in the reference's words otherwise."""
+        principal = await self.principal_now(conn)
+        if not principal.may(needed):
+            raise ProtocolError(
+                ErrorCode.PERMISSION_DENIED, f"{principal.ref} may not {needed} here"
+            )
+        return principal
+
+    def snapshot(self, conn: Connection, channel: Channel, resource: str | None = None) -> Any:
+        """A channel's snapshot for one connection: the root says who it is and the grant map."""
+        snapshot = channel.snapshot(self.server_seq, resource)
+        if channel.kind == "root":
+            state = dict(snapshot["state"])
+            state["_meta"] = {
+                **state.get("_meta", {}),
+                "ahpd.grants": grants.advertised(),
+                "ahpd.principal": conn.principal.ref,
+            }
+            snapshot["state"] = state
+        return snapshot
+
     def find_channel(self, uri: str) -> Channel | None:
         return self.channels.get(canonical(uri))
 
@@ -364,6 +413,9 @@ class Host:
                         ErrorCode.INVALID_PARAMS,
                         f"{method} is served on channel {spec.channel_literal}, not {named}",
                     )
+            needed = grants.COMMANDS.get(method)
+            if needed is not None:
+                await self.require(conn, needed)
             result = await handler(self, conn, params)
         except ProtocolError as exc:
             # A notification has no id to answer; a failed one is still answered, with a null

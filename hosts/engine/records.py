@@ -78,9 +78,12 @@ class SessionRecord:
     #: A session made fresh is provisional (unlisted, unannounced) until its first message.
     announced: bool = False
     chats: list[str] = field(default_factory=list)
+    #: Whose session it is: `user:<id>` or `root:<host>`.
+    owner: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "owner": self.owner,
             "uri": self.uri,
             "provider": self.provider,
             "created_ms": self.created_ms,

@@ -39,12 +39,14 @@ class TurnsMixin:
 
     def start_host_turn(self, chat: LiveChat, message: dict[str, Any]) -> None:
         """A turn this host starts (a new chat's first message): said, then run."""
-        action = {
-            "type": "chat/turnStarted",
-            "turnId": str(uuid.uuid4()),
-            "startedAt": iso(now_ms()),
-            "message": message,
-        }
+        action = with_sender(
+            {
+                "type": "chat/turnStarted",
+                "turnId": str(uuid.uuid4()),
+                "startedAt": iso(now_ms()),
+                "message": message,
+            }
+        )
         self.host.emit(chat.channel, action)
         self.turn_began(chat)
         self.start_turn(chat, action)
@@ -243,13 +245,15 @@ class TurnsMixin:
         self.host.emit(
             chat.channel, {"type": "chat/pendingMessageRemoved", "kind": kind, "id": head["id"]}
         )
-        action = {
-            "type": "chat/turnStarted",
-            "turnId": str(uuid.uuid4()),
-            "startedAt": iso(now_ms()),
-            "message": head["message"],
-            "queuedMessageId": head["id"],
-        }
+        action = with_sender(
+            {
+                "type": "chat/turnStarted",
+                "turnId": str(uuid.uuid4()),
+                "startedAt": iso(now_ms()),
+                "message": head["message"],
+                "queuedMessageId": head["id"],
+            }
+        )
         self.host.emit(chat.channel, action)
         self.turn_began(chat)
         self.start_turn(chat, action)
@@ -257,6 +261,14 @@ class TurnsMixin:
     def turn_began(self, chat: LiveChat) -> None:
         """After a client's turnStarted is said: its row, then the run."""
         self.chat_row_moved(chat)
+
+
+def with_sender(action: dict[str, Any]) -> dict[str, Any]:
+    """A host-said turnStarted carries, on the action too, who sent the message it runs."""
+    sender = ((action.get("message") or {}).get("_meta") or {}).get("ahpd.sender")
+    if sender:
+        action["_meta"] = {"ahpd.sender": sender}
+    return action
 
 
 def save_turn_later(host: Host, chat: str, position: int, turn: dict[str, Any]) -> None:

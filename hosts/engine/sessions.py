@@ -159,6 +159,7 @@ class Sessions(PresenceMixin, TurnsMixin):
             "chats": [chat_summary(c, self._chat_modified(c, record)) for c in chats],
             "defaultChat": record.default_chat,
             "workingDirectories": list(record.working_directories),
+            **({"_meta": {"ahpd.owner": record.owner}} if record.owner else {}),
             "config": {
                 "schema": agent.session_config_schema()
                 if agent
@@ -198,6 +199,8 @@ class Sessions(PresenceMixin, TurnsMixin):
             ],
             "defaultChat": record.default_chat,
         }
+        if record.owner:
+            summary["_meta"] = {"ahpd.owner": record.owner}
         return summary
 
     def _summary_status(self, session: LiveSession) -> int:
@@ -227,6 +230,7 @@ class Sessions(PresenceMixin, TurnsMixin):
             working_directories=working_directories,
             config=config,
             chats=[chat_uri],
+            owner=conn.principal.ref,
         )
         chat = ChatRecord(chat_uri, uri, created)
         session = self._open(record, [chat])

@@ -13,6 +13,7 @@ HANDLERS: dict[str, Handler] = {
     "initialize": handshake.initialize,
     "ping": handshake.ping,
     "reconnect": handshake.reconnect,
+    "authenticate": handshake.authenticate,
     "subscribe": subscriptions.subscribe,
     "unsubscribe": subscriptions.unsubscribe,
     "dispatchAction": dispatch.dispatch_action,

@@ -40,6 +40,11 @@ async def create_chat(host: Host, conn: Connection, params: dict[str, Any]) -> N
         or (message.get("origin") or {}).get("kind") != "user"
     ):
         raise invalid_params("createChat: initialMessage must be the user's Message")
+    if message is not None:
+        message = {
+            **message,
+            "_meta": {**(message.get("_meta") or {}), "ahpd.sender": conn.principal.ref},
+        }
     if uri == session.record.default_chat:
         # The default chat asked for again: nothing made, or its first message as its turn.
         chat = session.chats[uri]

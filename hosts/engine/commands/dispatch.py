@@ -11,9 +11,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ...protocol.actions import action_spec
-from ...protocol.errors import invalid_params
+from ...protocol.errors import ProtocolError, invalid_params
 from ...protocol.uris import canonical
-from .. import root_config
+from .. import grants, root_config
 from ..channel import Channel
 from ..session_actions import chat_action, session_action
 from .params import required_int, required_str
@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 
 #: Actions VS Code's host refuses in its own words whatever they name.
 UNSUPPORTED = frozenset({"chat/workingDirectorySet", "chat/workingDirectoryRemoved"})
+#: Actions that carry a person's message, said with who sent it under _meta['ahpd.sender'].
+SIGNED = frozenset({"chat/turnStarted", "chat/pendingMessageSet"})
 #: A session's read or archive toggle naming a session nobody has is dropped without a word.
 DROPPED_FOR_UNKNOWN_SESSION = frozenset({"session/isReadChanged", "session/isArchivedChanged"})
 
@@ -31,9 +33,10 @@ DROPPED_FOR_UNKNOWN_SESSION = frozenset({"session/isReadChanged", "session/isArc
 async def dispatch_action(host: Host, conn: Connection, params: dict[str, Any]) -> None:
     uri = required_str(params, "dispatchAction", "channel")
     client_seq = required_int(params, "dispatchAction", "clientSeq")
-    action = params.get("action")
-    if not isinstance(action, dict) or not isinstance(action.get("type"), str):
+    raw = params.get("action")
+    if not isinstance(raw, dict) or not isinstance(raw.get("type"), str):
         raise invalid_params("dispatchAction: action must be an object with a string type")
+    action: dict[str, Any] = raw
     assert conn.client_id is not None
     origin = {"clientId": conn.client_id, "clientSeq": client_seq}
     action_type: str = action["type"]
@@ -48,6 +51,16 @@ async def dispatch_action(host: Host, conn: Connection, params: dict[str, Any]) 
         return refuse(f"Server-only action: {action_type}")
     if action_type in UNSUPPORTED:
         return refuse(f"Unsupported action: {action_type}")
+    needed = grants.action_grant(action)
+    if needed is not None:
+        try:
+            principal = await host.principal_now(conn)
+        except ProtocolError as exc:
+            return refuse(exc.message)
+        if not principal.may(needed):
+            return refuse(f"{principal.ref} may not {needed} here")
+        if action_type in SIGNED:
+            action = signed(action, principal.ref)
     if target is None:
         return _unknown_target(host, conn, uri, action, origin, refuse)
     if target.kind != spec.channel_kind:
@@ -110,3 +123,17 @@ def _check(host: Host, channel: Channel, action: dict[str, Any]) -> str | None:
     if action["type"] == "root/configChanged":
         return root_config.check_push(action.get("config"), action.get("replace"))
     return None
+
+
+def signed(action: dict[str, Any], sender: str) -> dict[str, Any]:
+    """The action with who sent it: on the action and on its message (the two _meta a client
+    is handed); AHP's message origin carries a kind and no person."""
+    stamped = dict(action)
+    stamped["_meta"] = {**(action.get("_meta") or {}), "ahpd.sender": sender}
+    message = action.get("message")
+    if isinstance(message, dict):
+        stamped["message"] = {
+            **message,
+            "_meta": {**(message.get("_meta") or {}), "ahpd.sender": sender},
+        }
+    return stamped

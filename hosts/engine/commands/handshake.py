@@ -8,6 +8,8 @@ import orjson
 
 from ...protocol.errors import ErrorCode, ProtocolError, invalid_params
 from ...protocol.versions import SUPPORTED_VERSIONS, VersionFormatError, negotiate
+from .. import grants
+from ..principal import USERS_RESOURCE, USERS_RESOURCE_METADATA
 from .params import optional_str_list, required_int, required_str, required_str_list
 
 if TYPE_CHECKING:
@@ -22,6 +24,39 @@ REPLAY_ALWAYS_BYTES = 64 * 1024
 
 def _snapshot_bytes(host: Host, channels: list[Channel]) -> int:
     return sum(len(orjson.dumps(channel.state)) for channel in channels)
+
+
+def readable(conn: Connection, channel: Channel) -> bool:
+    """Whether the connection's principal may watch the channel (a subscription it may not
+    hold is left out, as one nobody has is)."""
+    needed = grants.SUBSCRIBE.get(channel.kind)
+    return needed is None or conn.principal.may(needed)
+
+
+async def authenticate(host: Host, conn: Connection, params: dict[str, Any]) -> dict[str, Any]:
+    """Sign the connection in as a person with their token; an empty token signs out."""
+    resource = required_str(params, "authenticate", "resource")
+    token = params.get("token")
+    if not isinstance(token, str):
+        raise invalid_params("authenticate: token must be a string")
+    if resource != USERS_RESOURCE:
+        raise ProtocolError(
+            ErrorCode.AUTH_REQUIRED,
+            f"authenticate: no protected resource {resource} here",
+            {"resources": [USERS_RESOURCE_METADATA]},
+        )
+    if token == "":
+        conn.principal = conn.door_principal
+        return {}
+    principal = await host.directory.principal_for_token(token)
+    if principal is None:
+        raise ProtocolError(
+            ErrorCode.AUTH_REQUIRED,
+            "authenticate: the directory knows no such token",
+            {"resources": [USERS_RESOURCE_METADATA]},
+        )
+    conn.principal = principal
+    return {}
 
 
 async def ping(host: Host, conn: Connection, params: dict[str, Any]) -> None:
@@ -59,11 +94,12 @@ async def initialize(host: Host, conn: Connection, params: dict[str, Any]) -> di
     snapshots = []
     for uri in subscriptions:
         channel = host.find_channel(uri)
-        if channel is None:
+        if channel is None or not readable(conn, channel):
             continue
         host.subscribe(conn, channel)
-        snapshots.append(channel.snapshot(host.server_seq))
+        snapshots.append(host.snapshot(conn, channel))
     return {
+        "_meta": {"ahpd.principal": conn.principal.ref},
         "protocolVersion": conn.version_text,
         "serverSeq": host.server_seq,
         "snapshots": snapshots,
@@ -88,7 +124,7 @@ async def reconnect(host: Host, conn: Connection, params: dict[str, Any]) -> dic
     found, missing = [], []
     for uri in subscriptions:
         channel = host.find_channel(uri)
-        if channel is None:
+        if channel is None or not readable(conn, channel):
             missing.append(uri)
         else:
             found.append(channel)
@@ -119,7 +155,7 @@ async def reconnect(host: Host, conn: Connection, params: dict[str, Any]) -> dic
     if result is None:
         result = {
             "type": "snapshot",
-            "snapshots": [channel.snapshot(host.server_seq) for channel in found],
+            "snapshots": [host.snapshot(conn, channel) for channel in found],
         }
     for channel in found:
         host.subscribe(conn, channel)

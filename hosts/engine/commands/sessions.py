@@ -83,7 +83,15 @@ async def create_session(host: Host, conn: Connection, params: dict[str, Any]) -
 
 async def dispose_session(host: Host, conn: Connection, params: dict[str, Any]) -> None:
     uri = required_str(params, "disposeSession", "channel")
-    await host.sessions.dispose(_session(host, uri))
+    session = _session(host, uri)
+    principal = conn.principal
+    if session.record.owner and session.record.owner != principal.ref and not principal.admin:
+        # Only the owner or an admin disposes a session: nothing here can be undone.
+        raise ProtocolError(
+            ErrorCode.PERMISSION_DENIED,
+            f"{principal.ref} may not session:dispose here: {uri} is {session.record.owner}'s",
+        )
+    await host.sessions.dispose(session)
     return None
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ...protocol.errors import ErrorCode, ProtocolError
+from .. import grants
 from .params import required_str
 
 if TYPE_CHECKING:
@@ -17,11 +18,14 @@ async def subscribe(host: Host, conn: Connection, params: dict[str, Any]) -> dic
     channel = host.find_channel(uri)
     if channel is None:
         raise ProtocolError(ErrorCode.SESSION_NOT_FOUND, f"Resource not found: {uri}")
+    needed = grants.SUBSCRIBE.get(channel.kind)
+    if needed is not None:
+        await host.require(conn, needed)
     host.subscribe(conn, channel)
     # The automations catalogue is answered under the spelling the client used; the root is
     # answered as ahp-root:// whatever spelling asked for it.
     resource = uri if channel.kind == "automation" else channel.uri
-    return {"snapshot": channel.snapshot(host.server_seq, resource)}
+    return {"snapshot": host.snapshot(conn, channel, resource)}
 
 
 async def unsubscribe(host: Host, conn: Connection, params: dict[str, Any]) -> None:

@@ -1,0 +1,99 @@
+"""People, tokens, roles and grants over Django's ORM: who a token is, and what they may do.
+
+The engine asks through its Directory port (`DjangoDirectory`, below), fresh for every command,
+so a revoked token or a changed role takes effect on the next one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from dataclasses import dataclass
+
+from asgiref.sync import sync_to_async
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from django.utils import timezone
+
+from .engine.grants import BUILTIN_ROLES, check_grant
+from .engine.principal import Principal
+from .models import Membership, Role, Token
+
+#: The protected resource `authenticate` signs a person in against.
+USERS_RESOURCE = "ahpd://users"
+TOKEN_PREFIX = "ahpd_"
+
+
+def digest(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class MintedToken:
+    token: Token
+    secret: str
+
+
+def ensure_builtin_roles() -> None:
+    """Create (or bring back in step) the built-in roles: admin, member, guest."""
+    for name, grants in BUILTIN_ROLES.items():
+        Role.objects.update_or_create(name=name, defaults={"grants": grants, "builtin": True})
+
+
+def validate_grants(grants: list[str]) -> list[str]:
+    return [check_grant(grant) for grant in grants]
+
+
+@transaction.atomic
+def mint_token(user_id: str, name: str) -> MintedToken:
+    """A new token for a person; the secret is in the result and nowhere else."""
+    user = get_user_model().objects.get(username=user_id)
+    secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    token = Token.objects.create(user=user, name=name, digest=digest(secret), prefix=secret[:10])
+    return MintedToken(token, secret)
+
+
+def grants_of(user_id: int) -> tuple[str, ...]:
+    grants: list[str] = []
+    for membership in Membership.objects.filter(user_id=user_id).select_related("role"):
+        grants.extend(membership.role.grants)
+    return tuple(dict.fromkeys(grants))
+
+
+def person_for_token(secret: str) -> Principal | None:
+    """The person a token belongs to, with their grants now; None for no live token."""
+    token = (
+        Token.objects.select_related("user")
+        .filter(digest=digest(secret), revoked_at__isnull=True, user__is_active=True)
+        .first()
+    )
+    if token is None:
+        return None
+    Token.objects.filter(pk=token.pk).update(last_used_at=timezone.now())
+    return Principal(
+        ref=f"user:{token.user.username}", grants=grants_of(token.user_id), token_id=token.pk
+    )
+
+
+def refresh(principal: Principal) -> Principal | None:
+    """The same person's grants read again; None when their token was revoked or removed."""
+    if principal.token_id is None:
+        return principal
+    token = (
+        Token.objects.select_related("user")
+        .filter(pk=principal.token_id, revoked_at__isnull=True, user__is_active=True)
+        .first()
+    )
+    if token is None:
+        return None
+    return Principal(ref=principal.ref, grants=grants_of(token.user_id), token_id=token.pk)
+
+
+class DjangoDirectory:
+    """The engine's Directory port."""
+
+    async def principal_for_token(self, secret: str) -> Principal | None:
+        return await sync_to_async(person_for_token)(secret)
+
+    async def refresh(self, principal: Principal) -> Principal | None:
+        return await sync_to_async(refresh)(principal)

@@ -1,0 +1,219 @@
+"""Grants: `<subject>:<operation>`, what each command and action needs, and whether a set of
+grants allows it. Pure Python; the people, tokens and roles that hold grants are Django's
+(hosts/access.py), reached through the engine's Directory port.
+
+An operation may be named by its group (`read`, `write`) or `*`, and the subject may be `*`:
+`session:write` covers every write operation on sessions, `*:read` every read, `*:*` all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+READ = "read"
+WRITE = "write"
+
+#: subject -> (title, description, {operation: group})
+SUBJECTS: dict[str, tuple[str, str, dict[str, str]]] = {
+    "session": (
+        "Sessions",
+        "List and read sessions; create, dispose, rename, configure and mark them.",
+        {
+            "list": READ,
+            "state": READ,
+            "create": WRITE,
+            "dispose": WRITE,
+            "rename": WRITE,
+            "configure": WRITE,
+            "folders": WRITE,
+            "attach": WRITE,
+            "mark": WRITE,
+            "review": WRITE,
+            "changes": WRITE,
+            "worktree": WRITE,
+            "artifacts": WRITE,
+        },
+    ),
+    "chat": (
+        "Chats",
+        "Read a chat's turns; create, fork and dispose chats; send, stop and answer.",
+        {
+            "turns": READ,
+            "create": WRITE,
+            "fork": WRITE,
+            "dispose": WRITE,
+            "move": WRITE,
+            "send": WRITE,
+            "cancel": WRITE,
+            "answer": WRITE,
+            "tool": WRITE,
+            "draft": WRITE,
+            "folders": WRITE,
+            "mark": WRITE,
+            "truncate": WRITE,
+        },
+    ),
+    "terminal": (
+        "Terminals",
+        "Watch and drive terminals.",
+        {"read": READ, "input": WRITE, "create": WRITE, "dispose": WRITE},
+    ),
+    "automation": (
+        "Automations",
+        "Read, make, change and run automations.",
+        {
+            "read": READ,
+            "create": WRITE,
+            "update": WRITE,
+            "remove": WRITE,
+            "run": WRITE,
+            "cancel": WRITE,
+        },
+    ),
+    "file": (
+        "Files",
+        "Read and write the files the host serves.",
+        {"read": READ, "list": READ, "write": WRITE, "delete": WRITE},
+    ),
+    "config": (
+        "Configuration",
+        "Read the host's settings and change root config.",
+        {"settings": READ, "change": WRITE},
+    ),
+    "diagnostics": ("Diagnostics", "Read the host's logs and status.", {"read": READ}),
+    "trust": ("Workspace trust", "Push the window's workspace trust.", {"push": WRITE}),
+    "account": ("Accounts", "Read the account an agent bills to.", {"read": READ}),
+    "user": (
+        "People",
+        "Read and manage people and their tokens.",
+        {"read": READ, "create": WRITE, "update": WRITE, "remove": WRITE, "token": WRITE},
+    ),
+    "team": (
+        "Teams",
+        "Read and manage teams.",
+        {"read": READ, "create": WRITE, "update": WRITE, "remove": WRITE},
+    ),
+    "project": (
+        "Projects",
+        "Read and manage projects.",
+        {"read": READ, "create": WRITE, "update": WRITE, "remove": WRITE},
+    ),
+    "role": (
+        "Roles",
+        "Read and manage roles.",
+        {"read": READ, "create": WRITE, "update": WRITE, "remove": WRITE},
+    ),
+    "usage": ("Usage", "Read what turns cost.", {"read": READ}),
+    "policy": ("Policies", "Read and set who may use what.", {"read": READ, "write": WRITE}),
+}
+
+BUILTIN_ROLES: dict[str, list[str]] = {
+    "admin": ["*:*"],
+    "member": [
+        "session:read",
+        "session:write",
+        "chat:read",
+        "chat:write",
+        "terminal:read",
+        "terminal:write",
+        "file:read",
+        "file:write",
+        "trust:push",
+    ],
+    "guest": ["session:read", "automation:read"],
+}
+
+
+class GrantError(ValueError):
+    """A grant that names no subject or operation this host knows."""
+
+
+def check_grant(grant: str) -> str:
+    """The grant, if well formed; GrantError naming what is wrong otherwise."""
+    subject, sep, operation = grant.partition(":")
+    if not sep or not subject or not operation:
+        raise GrantError(f"a grant is <subject>:<operation>, not {grant!r}")
+    if subject != "*" and subject not in SUBJECTS:
+        raise GrantError(f"unknown subject in grant {grant!r}")
+    if operation in ("*", READ, WRITE):
+        return grant
+    if subject == "*" or operation not in SUBJECTS[subject][2]:
+        raise GrantError(f"unknown operation in grant {grant!r}")
+    return grant
+
+
+def allows(grants: Iterable[str], needed: str) -> bool:
+    """Whether any of `grants` covers the one operation `needed` (`session:create`)."""
+    subject, _, operation = needed.partition(":")
+    group = SUBJECTS.get(subject, ("", "", {}))[2].get(operation)
+    for grant in grants:
+        g_subject, _, g_operation = grant.partition(":")
+        if g_subject not in ("*", subject):
+            continue
+        if g_operation in ("*", operation) or (group is not None and g_operation == group):
+            return True
+    return False
+
+
+def advertised() -> dict[str, Any]:
+    """The whole map, as root state's `_meta['ahpd.grants']` says it."""
+    return {
+        subject: {
+            "title": title,
+            "description": description,
+            "operations": sorted(operations),
+            "groups": {
+                READ: sorted(op for op, group in operations.items() if group == READ),
+                WRITE: sorted(op for op, group in operations.items() if group == WRITE),
+            },
+        }
+        for subject, (title, description, operations) in SUBJECTS.items()
+    }
+
+
+#: What each command needs; commands not named need nothing beyond the door.
+COMMANDS: dict[str, str] = {
+    "listSessions": "session:list",
+    "createSession": "session:create",
+    "disposeSession": "session:dispose",
+    "resolveSessionConfig": "session:create",
+    "createChat": "chat:create",
+    "disposeChat": "chat:dispose",
+    "fetchTurns": "chat:turns",
+    "completions": "chat:send",
+}
+
+#: What a client's action needs, by type.
+ACTIONS: dict[str, str] = {
+    "root/configChanged": "config:change",
+    "session/titleChanged": "session:rename",
+    "session/isReadChanged": "session:mark",
+    "session/isArchivedChanged": "session:mark",
+    "session/activeClientSet": "session:attach",
+    "session/activeClientRemoved": "session:attach",
+    "session/configChanged": "session:configure",
+    "chat/turnStarted": "chat:send",
+    "chat/turnCancelled": "chat:cancel",
+    "chat/toolCallConfirmed": "chat:tool",
+    "chat/pendingMessageSet": "chat:send",
+    "chat/pendingMessageRemoved": "chat:send",
+    "chat/queuedMessagesReordered": "chat:send",
+    "chat/draftChanged": "chat:draft",
+    "chat/isReadChanged": "chat:mark",
+    "chat/isArchivedChanged": "chat:mark",
+    "chat/truncated": "chat:truncate",
+}
+
+#: What subscribing to a channel of a kind needs.
+SUBSCRIBE: dict[str, str] = {"session": "session:state", "chat": "chat:turns"}
+
+
+def action_grant(action: dict[str, Any]) -> str | None:
+    """What a client's action needs; a root push of workspaceTrust alone needs trust:push."""
+    needed = ACTIONS.get(str(action.get("type")))
+    if needed == "config:change":
+        config = action.get("config")
+        if isinstance(config, dict) and set(config) == {"workspaceTrust"}:
+            return "trust:push"
+    return needed
