@@ -70,6 +70,8 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "channels",
+    "rest_framework",
+    "drf_spectacular",
     "hosts",
     "automations",
     "usage",
@@ -140,6 +142,36 @@ else:
 CELERY_BROKER_URL = REDIS_URL or "memory://"
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_ALWAYS_EAGER = not REDIS_URL
+
+# -- the HTTP API (/api) -----------------------------------------------------------------------
+
+REST_FRAMEWORK = {
+    # The socket's tokens, as `Authorization: Bearer`; no cookies, so no CSRF to mind.
+    "DEFAULT_AUTHENTICATION_CLASSES": ["hosts.api.auth.BearerAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["hosts.api.permissions.HoldsGrant"],
+    "DEFAULT_RENDERER_CLASSES": [
+        "rest_framework.renderers.JSONRenderer",
+        "rest_framework.renderers.BrowsableAPIRenderer",
+    ],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "ahpd API",
+    "DESCRIPTION": (
+        "People, tokens, teams, projects, roles, root config and sessions of an Agent Host "
+        "Protocol server. Sign in with `Authorization: Bearer <token>`: the deployment's "
+        "connection token, or a person's token."
+    ),
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "COMPONENT_SPLIT_REQUEST": True,
+    # The schema says what the API is, not who may use it: served to anyone.
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    "SERVE_AUTHENTICATION": [],
+}
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},

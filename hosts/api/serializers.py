@@ -1,0 +1,277 @@
+"""What the API says of people, tokens, teams, projects, roles, root config and sessions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.validators import UnicodeUsernameValidator
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+from rest_framework.validators import UniqueValidator
+
+from .. import access
+from ..engine.grants import GrantError
+from ..engine.records import iso
+from ..models import (
+    Membership,
+    Project,
+    Role,
+    RootConfig,
+    StoredChat,
+    StoredSession,
+    Team,
+    Token,
+)
+
+User = get_user_model()
+
+
+# -- status ----------------------------------------------------------------------------------
+
+
+class StatusSerializer(serializers.Serializer):
+    host = serializers.CharField(help_text="the name root:<host> says")
+    version = serializers.CharField(help_text="the server's version")
+    sessions = serializers.IntegerField(help_text="sessions the host keeps")
+    people = serializers.IntegerField(help_text="people the host knows")
+    principal = serializers.CharField(help_text="who this request is: user:<id> or root:<host>")
+    grants = serializers.ListField(child=serializers.CharField(), help_text="what they hold")
+
+
+# -- people and tokens -----------------------------------------------------------------------
+
+
+class MembershipSerializer(serializers.ModelSerializer):
+    role = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    team = serializers.SlugRelatedField(slug_field="slug", read_only=True, allow_null=True)
+    project = serializers.SlugRelatedField(slug_field="slug", read_only=True, allow_null=True)
+
+    class Meta:
+        model = Membership
+        fields = ["role", "team", "project", "primary"]
+        read_only_fields = fields
+
+
+def host_wide(user: Any) -> list[Membership]:
+    return [
+        m
+        for m in user.memberships.all()
+        if m.team_id is None and m.project_id is None  # prefetched: filter in Python
+    ]
+
+
+@extend_schema_field(serializers.ListField(child=serializers.SlugField()))
+class RolesField(serializers.Field):
+    """A person's host-wide roles, by name; writing them replaces those memberships."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("source", "*")
+        super().__init__(**kwargs)
+
+    def to_representation(self, user: Any) -> list[str]:
+        return sorted({m.role.name for m in host_wide(user)})
+
+    def to_internal_value(self, data: Any) -> dict[str, list[Role]]:
+        if not isinstance(data, list) or not all(isinstance(name, str) for name in data):
+            raise serializers.ValidationError("a list of role names")
+        roles = {role.name: role for role in Role.objects.filter(name__in=data)}
+        unknown = [name for name in data if name not in roles]
+        if unknown:
+            raise serializers.ValidationError(f"no role named {unknown[0]!r}")
+        return {"roles": [roles[name] for name in dict.fromkeys(data)]}
+
+
+def set_roles(user: Any, roles: list[Role]) -> None:
+    """Make the person's host-wide memberships exactly `roles`; team and project ones stay."""
+    kept = Membership.objects.filter(user=user, team__isnull=True, project__isnull=True)
+    kept.exclude(role__in=roles).delete()
+    held = set(kept.values_list("role_id", flat=True))
+    Membership.objects.bulk_create(
+        [Membership(user=user, role=role) for role in roles if role.pk not in held]
+    )
+
+
+class PersonSerializer(serializers.ModelSerializer):
+    id = serializers.CharField(
+        source="username",
+        max_length=150,
+        help_text="the person's id: they are user:<id>",
+        validators=[
+            UnicodeUsernameValidator(),
+            UniqueValidator(queryset=User.objects.all(), message="a person has this id already"),
+        ],
+    )
+    roles = RolesField(required=False, help_text="host-wide roles, by name")
+    memberships = MembershipSerializer(many=True, read_only=True)
+
+    class Meta:
+        model = User
+        fields = ["id", "email", "is_active", "roles", "memberships"]
+
+    def create(self, validated_data: dict[str, Any]) -> Any:
+        roles = validated_data.pop("roles", [])
+        user = User(**validated_data)
+        user.set_unusable_password()
+        user.save()
+        set_roles(user, roles)
+        return user
+
+    def update(self, instance: Any, validated_data: dict[str, Any]) -> Any:
+        username = validated_data.pop("username", instance.username)
+        if username != instance.username:
+            raise serializers.ValidationError({"id": ["a person's id cannot change"]})
+        roles = validated_data.pop("roles", None)
+        user = super().update(instance, validated_data)
+        if roles is not None:
+            set_roles(user, roles)
+        return user
+
+
+class TokenSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Token
+        fields = ["name", "prefix", "created_at", "last_used_at", "revoked_at"]
+        read_only_fields = ["prefix", "created_at", "last_used_at", "revoked_at"]
+
+
+class MintTokenSerializer(serializers.Serializer):
+    name = serializers.RegexField(
+        r"^[^/]+$", max_length=100, help_text="what the token is for; no slash"
+    )
+
+
+class MintedTokenSerializer(TokenSerializer):
+    """A token just minted: the secret is said here once and kept nowhere."""
+
+    token = serializers.SerializerMethodField(help_text="the secret, shown this once")
+    url = serializers.SerializerMethodField(help_text="the WebSocket URL carrying the secret")
+
+    class Meta(TokenSerializer.Meta):
+        fields = [*TokenSerializer.Meta.fields, "token", "url"]
+
+    def get_token(self, token: Token) -> str:
+        return str(self.context["secret"])
+
+    def get_url(self, token: Token) -> str:
+        return str(self.context["url"])
+
+
+# -- teams, projects, roles ------------------------------------------------------------------
+
+
+class TeamSerializer(serializers.ModelSerializer):
+    projects = serializers.SlugRelatedField(slug_field="slug", many=True, read_only=True)
+
+    class Meta:
+        model = Team
+        fields = ["slug", "name", "projects"]
+
+
+class ProjectSerializer(serializers.ModelSerializer):
+    team = serializers.SlugRelatedField(
+        slug_field="slug", queryset=Team.objects.all(), help_text="the team's slug"
+    )
+
+    class Meta:
+        model = Project
+        fields = ["slug", "name", "team"]
+
+
+class RoleSerializer(serializers.ModelSerializer):
+    grants = serializers.ListField(
+        child=serializers.CharField(), help_text="<subject>:<operation>, e.g. session:read"
+    )
+
+    class Meta:
+        model = Role
+        fields = ["name", "grants", "builtin"]
+        read_only_fields = ["builtin"]
+
+    def validate_grants(self, grants: list[str]) -> list[str]:
+        try:
+            return list(dict.fromkeys(access.validate_grants(grants)))
+        except GrantError as error:
+            raise serializers.ValidationError(str(error)) from None
+
+
+# -- root config and sessions ----------------------------------------------------------------
+
+
+class RootConfigSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = RootConfig
+        fields = ["values"]
+        read_only_fields = fields
+
+
+@extend_schema_field(OpenApiTypes.DATETIME)
+class MillisecondsField(serializers.ReadOnlyField):
+    """Epoch milliseconds as the protocol's ISO-8601 text."""
+
+    def to_representation(self, value: int) -> str:
+        return iso(value)
+
+
+class SessionSerializer(serializers.ModelSerializer):
+    createdAt = MillisecondsField(source="created_ms")
+    modifiedAt = MillisecondsField(source="modified_ms")
+    isRead = serializers.BooleanField(source="is_read", read_only=True)
+    isArchived = serializers.BooleanField(source="is_archived", read_only=True)
+
+    class Meta:
+        model = StoredSession
+        fields = [
+            "uri",
+            "provider",
+            "title",
+            "createdAt",
+            "modifiedAt",
+            "owner",
+            "isRead",
+            "isArchived",
+        ]
+        read_only_fields = fields
+
+
+class ChatSerializer(serializers.ModelSerializer):
+    createdAt = MillisecondsField(source="created_ms")
+    isRead = serializers.BooleanField(source="is_read", read_only=True)
+    isArchived = serializers.BooleanField(source="is_archived", read_only=True)
+    turns = serializers.SerializerMethodField(help_text="the protocol's Turns, in order")
+
+    class Meta:
+        model = StoredChat
+        fields = ["uri", "title", "createdAt", "isRead", "isArchived", "draft", "turns"]
+        read_only_fields = fields
+
+    @extend_schema_field(serializers.ListField(child=serializers.DictField()))
+    def get_turns(self, chat: StoredChat) -> list[Any]:
+        return [turn.data for turn in chat.turn_rows.all()]
+
+
+class SessionDetailSerializer(SessionSerializer):
+    defaultChat = serializers.CharField(source="default_chat", read_only=True)
+    workingDirectories = serializers.ListField(
+        source="working_directories", child=serializers.CharField(), read_only=True
+    )
+    config = serializers.DictField(read_only=True, help_text="the session's config values")
+    chats = serializers.SerializerMethodField(help_text="the session's chats, in order")
+
+    class Meta(SessionSerializer.Meta):
+        fields = [
+            *SessionSerializer.Meta.fields,
+            "defaultChat",
+            "workingDirectories",
+            "config",
+            "chats",
+        ]
+        read_only_fields = fields
+
+    @extend_schema_field(ChatSerializer(many=True))
+    def get_chats(self, session: StoredSession) -> list[Any]:
+        rows = {chat.uri: chat for chat in session.chat_rows.all()}
+        ordered = [rows.pop(uri) for uri in session.chats if uri in rows]
+        ordered += sorted(rows.values(), key=lambda chat: chat.created_ms)
+        return list(ChatSerializer(ordered, many=True, context=self.context).data)

@@ -1,0 +1,28 @@
+"""/api/...: the resources, the OpenAPI schema (/api/schema/) and its browsable pages."""
+
+from __future__ import annotations
+
+from django.urls import path
+from drf_spectacular.views import SpectacularAPIView
+
+from . import views
+
+app_name = "api"
+
+urlpatterns = [
+    path("status", views.StatusView.as_view(), name="status"),
+    path("people", views.PeopleView.as_view(), name="people"),
+    path("people/<str:id>", views.PersonView.as_view(), name="person"),
+    path("people/<str:id>/tokens", views.TokensView.as_view(), name="tokens"),
+    path("people/<str:id>/tokens/<str:name>", views.TokenView.as_view(), name="token"),
+    path("teams", views.TeamsView.as_view(), name="teams"),
+    path("teams/<slug:slug>", views.TeamView.as_view(), name="team"),
+    path("projects", views.ProjectsView.as_view(), name="projects"),
+    path("projects/<slug:slug>", views.ProjectView.as_view(), name="project"),
+    path("roles", views.RolesView.as_view(), name="roles"),
+    path("roles/<slug:name>", views.RoleView.as_view(), name="role"),
+    path("config", views.ConfigView.as_view(), name="config"),
+    path("sessions", views.SessionsView.as_view(), name="sessions"),
+    path("sessions/<path:uri>", views.SessionView.as_view(), name="session"),
+    path("schema/", SpectacularAPIView.as_view(), name="schema"),
+]

@@ -1,0 +1,284 @@
+"""The API's views. Each names, per method, the grant it needs (see permissions.HoldsGrant)."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db import IntegrityError, transaction
+from django.db.models import Prefetch, QuerySet
+from django.shortcuts import get_object_or_404
+from django.utils import timezone
+from django.utils.cache import patch_cache_control
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_view,
+)
+from rest_framework import exceptions, generics, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from .. import access
+from ..models import Project, Role, RootConfig, StoredSession, StoredTurn, Team, Token
+from ..models import StoredChat as StoredChatModel
+from .auth import ApiUser, host_name, server_version
+from .permissions import SIGNED_IN
+from .serializers import (
+    MintedTokenSerializer,
+    MintTokenSerializer,
+    PersonSerializer,
+    ProjectSerializer,
+    RoleSerializer,
+    RootConfigSerializer,
+    SessionDetailSerializer,
+    SessionSerializer,
+    StatusSerializer,
+    TeamSerializer,
+    TokenSerializer,
+)
+
+User = get_user_model()
+
+#: The methods a resource with an id answers: PATCH changes it; there is no PUT.
+ONE = ["get", "patch", "delete", "head", "options"]
+
+
+class Conflict(exceptions.APIException):
+    status_code = status.HTTP_409_CONFLICT
+    default_detail = "The request conflicts with what the host keeps."
+    default_code = "conflict"
+
+
+# -- status ----------------------------------------------------------------------------------
+
+
+class StatusView(APIView):
+    """The host: its name, its version, how many sessions and people it keeps; who asks."""
+
+    grants = {"GET": SIGNED_IN}
+
+    @extend_schema(responses=StatusSerializer)
+    def get(self, request: Request) -> Response:
+        principal = request.user.principal if isinstance(request.user, ApiUser) else None
+        assert principal is not None
+        data = {
+            "host": host_name(),
+            "version": server_version(),
+            "sessions": StoredSession.objects.count(),
+            "people": User.objects.count(),
+            "principal": principal.ref,
+            "grants": list(principal.grants),
+        }
+        return Response(StatusSerializer(data).data)
+
+
+# -- people and tokens -----------------------------------------------------------------------
+
+
+def people() -> QuerySet[Any]:
+    return User.objects.order_by("username").prefetch_related(
+        "memberships__role", "memberships__team", "memberships__project"
+    )
+
+
+class PeopleView(generics.ListCreateAPIView):
+    """People: list them, or add one (a Django user whose username is the id)."""
+
+    grants = {"GET": "user:read", "POST": "user:create"}
+    serializer_class = PersonSerializer
+
+    def get_queryset(self) -> QuerySet[Any]:
+        return people()
+
+    @transaction.atomic
+    def perform_create(self, serializer: PersonSerializer) -> None:
+        serializer.save()
+
+
+class PersonView(generics.RetrieveUpdateDestroyAPIView):
+    """One person, by id: read, change (email, is_active, roles) or remove them."""
+
+    grants = {"GET": "user:read", "PATCH": "user:update", "DELETE": "user:remove"}
+    http_method_names = ONE
+    serializer_class = PersonSerializer
+    lookup_field = "username"
+    lookup_url_kwarg = "id"
+
+    def get_queryset(self) -> QuerySet[Any]:
+        return people()
+
+    @transaction.atomic
+    def perform_update(self, serializer: PersonSerializer) -> None:
+        serializer.save()
+
+
+def ws_url(secret: str) -> str:
+    """The WebSocket URL a client connects to with this token."""
+    host = settings.AHPD_HOST
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    return f"ws://{host}:{settings.AHPD_PORT}/?tkn={quote(secret, safe='')}"
+
+
+class TokensView(generics.ListCreateAPIView):
+    """A person's tokens (never their secrets), or a new one, whose secret is said once."""
+
+    grants = {"GET": "user:read", "POST": "user:token"}
+    serializer_class = TokenSerializer
+
+    def person(self) -> Any:
+        return get_object_or_404(User, username=self.kwargs["id"])
+
+    def get_queryset(self) -> QuerySet[Token]:
+        return Token.objects.filter(user=self.person()).order_by("created_at", "pk")
+
+    @extend_schema(
+        request=MintTokenSerializer,
+        responses={201: MintedTokenSerializer},
+        description="Mint a token. Its secret is in `token` and `url` this once, never again.",
+    )
+    def post(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        person = self.person()
+        asked = MintTokenSerializer(data=request.data)
+        asked.is_valid(raise_exception=True)
+        name = asked.validated_data["name"]
+        taken = {"name": [f"{person.username} has a token named {name!r} already"]}
+        if Token.objects.filter(user=person, name=name).exists():
+            raise exceptions.ValidationError(taken)
+        try:
+            minted = access.mint_token(person.username, name)
+        except IntegrityError:
+            raise exceptions.ValidationError(taken) from None
+        context = {"secret": minted.secret, "url": ws_url(minted.secret)}
+        response = Response(
+            MintedTokenSerializer(minted.token, context=context).data,
+            status=status.HTTP_201_CREATED,
+        )
+        patch_cache_control(response, no_store=True)
+        return response
+
+
+class TokenView(APIView):
+    """Revoke a person's token: it stops working at once, on the socket and here."""
+
+    grants = {"DELETE": "user:token"}
+
+    @extend_schema(responses={204: OpenApiResponse(description="revoked")})
+    def delete(self, request: Request, id: str, name: str) -> Response:
+        token = get_object_or_404(Token, user__username=id, name=name)
+        if token.revoked_at is None:
+            token.revoked_at = timezone.now()
+            token.save(update_fields=["revoked_at"])
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+# -- teams, projects, roles ------------------------------------------------------------------
+
+
+class TeamsView(generics.ListCreateAPIView):
+    grants = {"GET": "team:read", "POST": "team:create"}
+    serializer_class = TeamSerializer
+    queryset = Team.objects.order_by("slug").prefetch_related("projects")
+
+
+class TeamView(generics.RetrieveUpdateDestroyAPIView):
+    grants = {"GET": "team:read", "PATCH": "team:update", "DELETE": "team:remove"}
+    http_method_names = ONE
+    serializer_class = TeamSerializer
+    queryset = Team.objects.prefetch_related("projects")
+    lookup_field = "slug"
+
+
+class ProjectsView(generics.ListCreateAPIView):
+    grants = {"GET": "project:read", "POST": "project:create"}
+    serializer_class = ProjectSerializer
+    queryset = Project.objects.order_by("slug").select_related("team")
+
+
+class ProjectView(generics.RetrieveUpdateDestroyAPIView):
+    grants = {"GET": "project:read", "PATCH": "project:update", "DELETE": "project:remove"}
+    http_method_names = ONE
+    serializer_class = ProjectSerializer
+    queryset = Project.objects.select_related("team")
+    lookup_field = "slug"
+
+
+class RolesView(generics.ListCreateAPIView):
+    grants = {"GET": "role:read", "POST": "role:create"}
+    serializer_class = RoleSerializer
+    queryset = Role.objects.order_by("name")
+
+
+class RoleView(generics.RetrieveUpdateDestroyAPIView):
+    """A role. The built-in ones (admin, member, guest) are kept in step by the host: they
+    can be neither changed nor removed."""
+
+    grants = {"GET": "role:read", "PATCH": "role:update", "DELETE": "role:remove"}
+    http_method_names = ONE
+    serializer_class = RoleSerializer
+    queryset = Role.objects.all()
+    lookup_field = "name"
+
+    def perform_update(self, serializer: RoleSerializer) -> None:
+        if serializer.instance is not None and serializer.instance.builtin:
+            raise Conflict(f"{serializer.instance.name} is a built-in role: it cannot change")
+        serializer.save()
+
+    def perform_destroy(self, instance: Role) -> None:
+        if instance.builtin:
+            raise Conflict(f"{instance.name} is a built-in role: it cannot be removed")
+        instance.delete()
+
+
+# -- root config and sessions ----------------------------------------------------------------
+
+
+class ConfigView(generics.RetrieveAPIView):
+    """The root config values clients pushed (root/configChanged), as last written."""
+
+    grants = {"GET": "config:settings"}
+    serializer_class = RootConfigSerializer
+
+    def get_object(self) -> RootConfig:
+        return RootConfig.objects.filter(key="root").first() or RootConfig(key="root")
+
+
+class SessionsView(generics.ListAPIView):
+    """Sessions as last written behind the engine, most recently modified first."""
+
+    grants = {"GET": "session:list"}
+    serializer_class = SessionSerializer
+    queryset = StoredSession.objects.order_by("-modified_ms", "uri")
+
+
+@extend_schema_view(
+    get=extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "uri",
+                str,
+                OpenApiParameter.PATH,
+                description="the session's URI, URL-encoded (ahp-session%3A%2F...)",
+            )
+        ]
+    )
+)
+class SessionView(generics.RetrieveAPIView):
+    """A session by its URI (URL-encoded in the path), with its chats and their turns."""
+
+    grants = {"GET": "session:state"}
+    serializer_class = SessionDetailSerializer
+    lookup_field = "uri"
+    queryset = StoredSession.objects.prefetch_related(
+        Prefetch(
+            "chat_rows",
+            queryset=StoredChatModel.objects.prefetch_related(
+                Prefetch("turn_rows", queryset=StoredTurn.objects.order_by("position"))
+            ),
+        )
+    )
