@@ -6,6 +6,7 @@ A bad value stops the server at start with a message naming the variable (see ma
 from __future__ import annotations
 
 import secrets
+import socket
 from pathlib import Path
 
 import dj_database_url
@@ -34,6 +35,8 @@ AHPD_CLIENT_QUEUE_BYTES = env_int("AHPD_CLIENT_QUEUE_BYTES", 16 * 1024 * 1024, m
 AHPD_REPLAY_BYTES = env_int("AHPD_REPLAY_BYTES", 32 * 1024 * 1024, minimum=0)
 #: How long a turn's streamed text is gathered before it is said; 0 says every chunk.
 AHPD_DELTA_WINDOW_MS = env_int("AHPD_DELTA_WINDOW_MS", 75, minimum=0, maximum=1000)
+#: The name the deployment's own token signs in as: root:<AHPD_HOST_NAME>.
+AHPD_HOST_NAME = env_str("AHPD_HOST_NAME", socket.gethostname() or "ahpd") or "ahpd"
 #: How long a client that dropped stays in the sessions it was in (activeClients).
 AHPD_PRESENCE_GRACE_MS = env_int("AHPD_PRESENCE_GRACE_MS", 30000, minimum=0)
 #: The operator's agents (a JSON file; see hosts/backends/config.py).

@@ -49,14 +49,22 @@ class AhpConsumer(AsyncConsumer):
             await self.send({"type": "websocket.close"})
             return
         headers = {k.decode("latin1").lower(): v.decode("latin1") for k, v in self.scope["headers"]}
-        # The server in front normally refused a bad token at the upgrade with 401; this is
-        # the same check for a server that did not (plain daphne), which can only say 403.
-        if not door.admits(door.token_from(self.scope.get("query_string", b""), headers)):
-            await self.send({"type": "websocket.close"})
-            return
+        token = door.token_from(self.scope.get("query_string", b""), headers)
         host = await get_host()
+        # The deployment's token is the deployment (root); a person's token signs the
+        # connection in as that person, which is how VS Code (?tkn= only) connects as one.
+        principal = None
+        if not door.admits(token):
+            principal = await host.directory.principal_for_token(token) if token else None
+            if principal is None:
+                # The server in front refused this at the upgrade with 401; plain daphne
+                # (no such check in front) can only say 403.
+                await self.send({"type": "websocket.close"})
+                return
         client = self.scope.get("client") or ("?", 0)
-        self.connection = host.connect(_SocketTransport(self), f"{client[0]}:{client[1]}")
+        self.connection = host.connect(
+            _SocketTransport(self), f"{client[0]}:{client[1]}", principal
+        )
         await self.send({"type": "websocket.accept"})
 
     async def _receive(self, message: dict[str, Any]) -> None:

@@ -86,5 +86,15 @@ def admits(token: str | None) -> bool:
     return hmac.compare_digest(token.encode(), expected.encode())
 
 
+def person_admitted(token: str) -> bool:
+    """Whether a token is a person's live token (a database read: call it off the loop)."""
+    from django.db import close_old_connections
+
+    from .access import person_for_token
+
+    close_old_connections()
+    return person_for_token(token) is not None
+
+
 def challenge(token: str | None) -> str:
     return CHALLENGE_MISSING if token is None else CHALLENGE_INVALID

@@ -41,6 +41,7 @@ def host_settings() -> HostSettings:
         replay_bytes=settings.AHPD_REPLAY_BYTES,
         delta_window_ms=settings.AHPD_DELTA_WINDOW_MS,
         presence_grace_s=settings.AHPD_PRESENCE_GRACE_MS / 1000,
+        host_name=settings.AHPD_HOST_NAME,
         state_dir=Path(settings.AHPD_DATA_DIR),
     )
 
@@ -58,7 +59,9 @@ async def get_host() -> Host:
     """The started engine of this process."""
     global _host, _inbox
     if _host is None:
-        _host = Host(DjangoStore(), host_settings(), configured_agents())
+        from .access import DjangoDirectory
+
+        _host = Host(DjangoStore(), host_settings(), configured_agents(), DjangoDirectory())
     await _host.start()
     if _inbox is None:
         _inbox = asyncio.get_running_loop().create_task(_read_inbox(_host), name="ahpd-inbox")

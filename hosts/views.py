@@ -10,7 +10,7 @@ from . import door
 def websocket_door(request: HttpRequest) -> HttpResponse:
     headers = {k.lower(): v for k, v in request.headers.items()}
     token = door.token_from(request.META.get("QUERY_STRING", ""), headers)
-    if door.admits(token):
+    if door.admits(token) or (token is not None and door.person_admitted(token)):
         response = HttpResponse(
             "This is an Agent Host Protocol endpoint: connect with a WebSocket.\n",
             status=426,

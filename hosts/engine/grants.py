@@ -205,8 +205,12 @@ ACTIONS: dict[str, str] = {
     "chat/truncated": "chat:truncate",
 }
 
-#: What subscribing to a channel of a kind needs.
-SUBSCRIBE: dict[str, str] = {"session": "session:state", "chat": "chat:turns"}
+#: What subscribing to a channel of a kind needs (any one of). A chat's turns are part of what
+#: its session's state is, so a guest who may read sessions reads their chats too.
+SUBSCRIBE: dict[str, tuple[str, ...]] = {
+    "session": ("session:state",),
+    "chat": ("chat:turns", "session:state"),
+}
 
 
 def action_grant(action: dict[str, Any]) -> str | None:

@@ -367,10 +367,11 @@ class Host:
         conn.principal = principal
         return principal
 
-    async def require(self, conn: Connection, needed: str) -> Principal:
-        """The principal, if it holds `needed`; -32009 in the reference's words otherwise."""
+    async def require(self, conn: Connection, needed: str, *alternatives: str) -> Principal:
+        """The principal, if it holds `needed` (or one of the alternatives); -32009 in the
+        reference's words, naming `needed`, otherwise."""
         principal = await self.principal_now(conn)
-        if not principal.may(needed):
+        if not any(principal.may(n) for n in (needed, *alternatives)):
             raise ProtocolError(
                 ErrorCode.PERMISSION_DENIED, f"{principal.ref} may not {needed} here"
             )

@@ -30,7 +30,7 @@ def readable(conn: Connection, channel: Channel) -> bool:
     """Whether the connection's principal may watch the channel (a subscription it may not
     hold is left out, as one nobody has is)."""
     needed = grants.SUBSCRIBE.get(channel.kind)
-    return needed is None or conn.principal.may(needed)
+    return needed is None or any(conn.principal.may(n) for n in needed)
 
 
 async def authenticate(host: Host, conn: Connection, params: dict[str, Any]) -> dict[str, Any]:

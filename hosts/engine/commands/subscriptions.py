@@ -20,7 +20,7 @@ async def subscribe(host: Host, conn: Connection, params: dict[str, Any]) -> dic
         raise ProtocolError(ErrorCode.SESSION_NOT_FOUND, f"Resource not found: {uri}")
     needed = grants.SUBSCRIBE.get(channel.kind)
     if needed is not None:
-        await host.require(conn, needed)
+        await host.require(conn, *needed)
     host.subscribe(conn, channel)
     # The automations catalogue is answered under the spelling the client used; the root is
     # answered as ahp-root:// whatever spelling asked for it.
