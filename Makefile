@@ -17,7 +17,9 @@ migrate: install
 	$(PY) manage.py migrate --verbosity 0
 
 run: migrate
-	@echo "ahpd: to sign in to the admin later: $(PY) manage.py createsuperuser"
+	@echo "ahpd: add the first admin person: $(PY) manage.py ahpd user add <id> --role admin"
+	@echo "ahpd: give them a password for the admin site (/admin/): $(PY) manage.py changepassword <id>"
+	@echo "ahpd: and a token to connect with: $(PY) manage.py ahpd user token <id>"
 	$(PY) manage.py serve
 
 test: migrate

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
+from collections.abc import Awaitable, Callable
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from channels.layers import get_channel_layer
 from django.conf import settings
@@ -26,6 +28,11 @@ ENGINE_CHANNEL = "ahpd.engine"
 
 _host: Host | None = None
 _inbox: asyncio.Task[None] | None = None
+#: The loop the engine runs on (daphne's, or a thread of its own for a process with none).
+_loop: asyncio.AbstractEventLoop | None = None
+_loop_lock = threading.Lock()
+
+T = TypeVar("T")
 
 
 def host_settings() -> HostSettings:
@@ -57,8 +64,9 @@ def configured_agents() -> dict[str, Agent]:
 
 async def get_host() -> Host:
     """The started engine of this process."""
-    global _host, _inbox
+    global _host, _inbox, _loop
     if _host is None:
+        _loop = asyncio.get_running_loop()
         from .access import DjangoDirectory
 
         _host = Host(DjangoStore(), host_settings(), configured_agents(), DjangoDirectory())
@@ -66,6 +74,31 @@ async def get_host() -> Host:
     if _inbox is None:
         _inbox = asyncio.get_running_loop().create_task(_read_inbox(_host), name="ahpd-inbox")
     return _host
+
+
+def call_engine(work: Callable[[Host], Awaitable[T]], timeout: float = 60.0) -> T:
+    """Run `work` with the engine, on the engine's loop, from a thread that is not on it.
+
+    A synchronous view (the REST API) calls this: under daphne the engine runs on daphne's
+    loop; in a process without one (a management command, a test) it is started on a thread.
+    """
+
+    async def run() -> T:
+        return await work(await get_host())
+
+    loop = _loop if _loop is not None else _engine_thread()
+    return asyncio.run_coroutine_threadsafe(run(), loop).result(timeout)
+
+
+def _engine_thread() -> asyncio.AbstractEventLoop:
+    global _loop
+    with _loop_lock:
+        if _loop is None:
+            loop = asyncio.new_event_loop()
+            threading.Thread(target=loop.run_forever, name="ahpd-engine", daemon=True).start()
+            asyncio.run_coroutine_threadsafe(get_host(), loop).result(60)
+        assert _loop is not None
+        return _loop
 
 
 async def shutdown() -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.urls import path
+from django.urls import path, re_path
 from drf_spectacular.views import SpectacularAPIView
 
 from . import views
@@ -23,6 +23,14 @@ urlpatterns = [
     path("roles/<slug:name>", views.RoleView.as_view(), name="role"),
     path("config", views.ConfigView.as_view(), name="config"),
     path("sessions", views.SessionsView.as_view(), name="sessions"),
+    re_path(
+        r"^sessions/(?P<uri>.+)/messages$",
+        views.SessionMessagesView.as_view(),
+        name="session-messages",
+    ),
+    re_path(
+        r"^sessions/(?P<uri>.+)/cancel$", views.SessionCancelView.as_view(), name="session-cancel"
+    ),
     path("sessions/<path:uri>", views.SessionView.as_view(), name="session"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
 ]

@@ -7,7 +7,6 @@ The two tables are what this host serves; `coverage.py` reads them for the READM
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -124,13 +123,7 @@ def _turn_cancelled(chat: LiveChat, action: dict[str, Any], say: Say) -> str | N
     say()
     runner = chat.runner
     if runner is not None and runner.turn_id == action["turnId"]:
-        # The stop ends the turn for every client at once, takes pending steering out (it
-        # starts nothing behind the stop), and then the backend is told.
-        runner.stop()
-        chat.session.service.drop_steering(chat)
-        chat.session.service.chat_row_moved(chat)
-        chat.session.service.update_active_count()
-        asyncio.get_running_loop().create_task(_cancel_backend(chat))
+        chat.session.service.stop_turn(chat, said=True)
     return None
 
 
@@ -270,13 +263,3 @@ CHAT_SERVED = frozenset(CHAT_HANDLERS) - {
     "chat/inputCompleted",
     "chat/toolCallResultConfirmed",
 }
-
-
-async def _cancel_backend(chat: LiveChat) -> None:
-    agent_chat = chat.agent_chat
-    if agent_chat is None:
-        return
-    try:
-        await agent_chat.cancel()
-    except Exception:
-        log.exception("cancelling the backend of %s failed", chat.record.uri)

@@ -37,8 +37,8 @@ class TurnsMixin:
         def chat_row_moved(self, chat: LiveChat) -> None: ...
         def update_active_count(self) -> None: ...
 
-    def start_host_turn(self, chat: LiveChat, message: dict[str, Any]) -> None:
-        """A turn this host starts (a new chat's first message): said, then run."""
+    def start_host_turn(self, chat: LiveChat, message: dict[str, Any]) -> str:
+        """A turn this host starts (a new chat's first message): said, then run; its id."""
         action = with_sender(
             {
                 "type": "chat/turnStarted",
@@ -50,6 +50,7 @@ class TurnsMixin:
         self.host.emit(chat.channel, action)
         self.turn_began(chat)
         self.start_turn(chat, action)
+        return str(action["turnId"])
 
     def start_turn(self, chat: LiveChat, action: dict[str, Any]) -> None:
         """A turnStarted has been said on the chat: run it with the chat's backend."""

@@ -29,14 +29,15 @@ from .records import (
     chat_record_from_json,
     chat_state,
     chat_summary,
+    derived_default_chat_uri,
     iso,
+    opaque_chat_uri,
     status_bits,
 )
 from .session_turns import TurnsMixin, save_turn_later
 from .turns import TurnRunner
 
 if TYPE_CHECKING:
-    from .connection import Connection
     from .host import Host
 
 log = logging.getLogger("ahpd.sessions")
@@ -212,15 +213,18 @@ class Sessions(PresenceMixin, TurnsMixin):
 
     def create(
         self,
-        conn: Connection,
+        owner: str,
         uri: str,
         provider: str,
         working_directories: list[str],
         config: dict[str, Any],
         active_client: dict[str, Any] | None,
-    ) -> None:
+        *,
+        derived_chat_uri: bool = False,
+    ) -> LiveSession:
+        """A fresh session and its default chat (a derived chat URI for an older VS Code)."""
         created = now_ms()
-        chat_uri = self.default_chat_uri(conn, uri)
+        chat_uri = derived_default_chat_uri(uri) if derived_chat_uri else opaque_chat_uri()
         record = SessionRecord(
             uri=uri,
             provider=provider,
@@ -230,7 +234,7 @@ class Sessions(PresenceMixin, TurnsMixin):
             working_directories=working_directories,
             config=config,
             chats=[chat_uri],
-            owner=conn.principal.ref,
+            owner=owner,
         )
         chat = ChatRecord(chat_uri, uri, created)
         session = self._open(record, [chat])
@@ -240,13 +244,7 @@ class Sessions(PresenceMixin, TurnsMixin):
             )
         self.save_session(session)
         self.save_chat(session.chats[chat_uri])
-
-    def default_chat_uri(self, conn: Connection, session_uri: str) -> str:
-        from .records import derived_default_chat_uri, opaque_chat_uri
-
-        if conn.legacy_vscode_chat_uris:
-            return derived_default_chat_uri(session_uri)
-        return opaque_chat_uri()
+        return session
 
     def add_chat(
         self,
@@ -277,6 +275,34 @@ class Sessions(PresenceMixin, TurnsMixin):
         for position, turn in enumerate(record.turns):
             save_turn_later(self.host, uri, position, turn)
         return chat
+
+    def stop_turn(self, chat: LiveChat, *, said: bool) -> str | None:
+        """Stop the chat's running turn for every client at once, then its backend.
+
+        `said` when a client's chat/turnCancelled was said already; otherwise this host says
+        one. Pending steering goes with the stop and starts nothing behind it. The stopped
+        turn's id, or None when none ran.
+        """
+        runner = chat.runner
+        if runner is None or runner.ended:
+            return None
+        if not said:
+            self.host.emit(
+                chat.channel,
+                {
+                    "type": "chat/turnCancelled",
+                    "turnId": runner.turn_id,
+                    "duration": runner.duration(),
+                },
+            )
+        runner.stop()
+        self.drop_steering(chat)
+        self.chat_row_moved(chat)
+        self.update_active_count()
+        agent_chat = chat.agent_chat
+        if agent_chat is not None:
+            asyncio.get_running_loop().create_task(_cancel(chat.record.uri, agent_chat))
+        return runner.turn_id
 
     async def remove_chat(self, chat: LiveChat) -> None:
         """Close a chat that is not its session's default: said with session/chatRemoved."""
@@ -411,6 +437,13 @@ class Sessions(PresenceMixin, TurnsMixin):
     async def shutdown(self) -> None:
         for chat in list(self.chats.values()):
             await self._close_chat(chat, cancel=False)
+
+
+async def _cancel(chat: str, agent_chat: AgentChat) -> None:
+    try:
+        await agent_chat.cancel()
+    except Exception:
+        log.exception("cancelling the backend of %s failed", chat)
 
 
 def interrupted(turn: dict[str, Any]) -> dict[str, Any]:

@@ -17,7 +17,8 @@ if TYPE_CHECKING:
     from ..sessions import LiveSession
 
 
-def _agent_for(host: Host, provider: Any) -> str:
+def agent_for(host: Host, provider: Any) -> str:
+    """The provider named (or the first configured); -32002 for one this host does not run."""
     agents = host.sessions.agents
     if provider is None:
         if not agents:
@@ -35,24 +36,39 @@ def _session(host: Host, uri: str) -> LiveSession:
     return session
 
 
-def _working_directories(params: dict[str, Any]) -> list[str]:
-    directories = optional_str_list(params, "createSession", "workingDirectories")
+def working_directories(params: dict[str, Any], method: str = "createSession") -> list[str]:
+    """The session's folder as a file: URI list (one); the server's folder when none is named."""
+    directories = optional_str_list(params, method, "workingDirectories")
     for uri in directories:
         if not uri.startswith("file:"):
-            raise invalid_params(f"createSession: a working directory must be a file: URI: {uri}")
+            raise invalid_params(f"{method}: a working directory must be a file: URI: {uri}")
     if len(directories) > 1:
-        raise invalid_params("createSession: the agents here work in one directory")
+        raise invalid_params(f"{method}: the agents here work in one directory")
     return directories or [Path.cwd().resolve().as_uri()]
+
+
+def config_values(host: Host, provider: str, config: Any, method: str) -> dict[str, Any]:
+    """The backend's defaults with the values the client chose laid over them."""
+    if config is None:
+        config = {}
+    if not isinstance(config, dict):
+        raise invalid_params(f"{method}: config must be an object")
+    schema = host.sessions.agents[provider].session_config_schema()
+    values = {
+        key: prop["default"]
+        for key, prop in schema.get("properties", {}).items()
+        if "default" in prop
+    }
+    values.update(config)
+    return values
 
 
 async def create_session(host: Host, conn: Connection, params: dict[str, Any]) -> None:
     uri = required_str(params, "createSession", "channel")
     if kind_of(uri) not in (None, "session") or ":" not in uri:
         raise invalid_params(f"createSession: {uri} cannot name a session")
-    provider = _agent_for(host, params.get("provider"))
-    config = params.get("config") or {}
-    if not isinstance(config, dict):
-        raise invalid_params("createSession: config must be an object")
+    provider = agent_for(host, params.get("provider"))
+    values = config_values(host, provider, params.get("config"), "createSession")
     active_client = params.get("activeClient")
     if active_client is not None:
         if not isinstance(active_client, dict) or active_client.get("clientId") != conn.client_id:
@@ -62,7 +78,7 @@ async def create_session(host: Host, conn: Connection, params: dict[str, Any]) -
         if not isinstance(active_client.get("tools", []), list):
             raise invalid_params("createSession: activeClient.tools must be a list")
         active_client = {"tools": [], **active_client}
-    directories = _working_directories(params)
+    directories = working_directories(params)
     existing = host.sessions.sessions.get(uri)
     if existing is not None:
         if existing.record.provider == provider:
@@ -70,14 +86,15 @@ async def create_session(host: Host, conn: Connection, params: dict[str, Any]) -
         raise ProtocolError(ErrorCode.SESSION_ALREADY_EXISTS, f"Session already exists: {uri}")
     if uri in host.channels:
         raise ProtocolError(ErrorCode.SESSION_ALREADY_EXISTS, f"Session already exists: {uri}")
-    schema = host.sessions.agents[provider].session_config_schema()
-    values = {
-        key: prop["default"]
-        for key, prop in schema.get("properties", {}).items()
-        if "default" in prop
-    }
-    values.update(config)
-    host.sessions.create(conn, uri, provider, directories, values, active_client)
+    host.sessions.create(
+        conn.principal.ref,
+        uri,
+        provider,
+        directories,
+        values,
+        active_client,
+        derived_chat_uri=conn.legacy_vscode_chat_uris,
+    )
     return None
 
 
@@ -131,15 +148,9 @@ async def list_sessions(host: Host, conn: Connection, params: dict[str, Any]) ->
 async def resolve_session_config(
     host: Host, conn: Connection, params: dict[str, Any]
 ) -> dict[str, Any]:
-    provider = _agent_for(host, params.get("provider"))
-    config = params.get("config") or {}
-    if not isinstance(config, dict):
-        raise invalid_params("resolveSessionConfig: config must be an object")
+    provider = agent_for(host, params.get("provider"))
     schema = host.sessions.agents[provider].session_config_schema()
-    values = {
-        key: prop["default"]
-        for key, prop in schema.get("properties", {}).items()
-        if "default" in prop
-    }
-    values.update({k: v for k, v in config.items() if k in schema.get("properties", {})})
-    return {"schema": schema, "values": values}
+    values = config_values(host, provider, params.get("config"), "resolveSessionConfig")
+    # What has been answered comes back answered; keys the schema does not declare do not.
+    declared = schema.get("properties", {})
+    return {"schema": schema, "values": {k: v for k, v in values.items() if k in declared}}
