@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.test_sessions import message, run_turn, turn
+from tests.support.agents import server_with_local_agent
 from tests.support.client import Client, RpcError
-from tests.support.fake_openai import FakeOpenAi
 from tests.support.server import REPO, TOKEN, ServerProcess
 
 ROOT = "ahp-root://"
@@ -26,32 +26,9 @@ def workdir():
 
 
 @pytest.fixture(scope="module")
-def server(workdir):
-    model = FakeOpenAi()
-    config = workdir.parent / f"grants-agents-{uuid.uuid4().hex}.json"
-    config.write_text(
-        json.dumps(
-            {
-                "agents": [
-                    {
-                        "provider": "local",
-                        "kind": "openai",
-                        "displayName": "Local",
-                        "baseUrl": model.url,
-                        "model": "fake",
-                        "apiKey": "none",
-                    }
-                ]
-            }
-        )
-    )
-    process = ServerProcess(
-        env_extra={"AHPD_CONFIG": str(config), "AHPD_HOST_NAME": "testhost"}
-    ).start()
-    yield process
-    process.close()
-    model.close()
-    config.unlink()
+def server():
+    with server_with_local_agent(AHPD_HOST_NAME="testhost") as process:
+        yield process
 
 
 def cli(server: ServerProcess, *args: str) -> dict:

@@ -16,8 +16,8 @@ from urllib.parse import quote
 import pytest
 
 from tests.e2e.test_sessions import ended
-from tests.support.fake_openai import FakeOpenAi
-from tests.support.server import REPO, TOKEN, ServerProcess
+from tests.support.agents import server_with_local_agent
+from tests.support.server import REPO, TOKEN
 
 
 @pytest.fixture(scope="module")
@@ -27,30 +27,9 @@ def workdir():
 
 
 @pytest.fixture(scope="module")
-def server(workdir):
-    model = FakeOpenAi()
-    config = workdir.parent / f"rest-agents-{uuid.uuid4().hex}.json"
-    config.write_text(
-        json.dumps(
-            {
-                "agents": [
-                    {
-                        "provider": "local",
-                        "kind": "openai",
-                        "displayName": "Local",
-                        "baseUrl": model.url,
-                        "model": "fake",
-                        "apiKey": "none",
-                    }
-                ]
-            }
-        )
-    )
-    process = ServerProcess(env_extra={"AHPD_CONFIG": str(config)}).start()
-    yield process
-    process.close()
-    model.close()
-    config.unlink()
+def server():
+    with server_with_local_agent() as process:
+        yield process
 
 
 def call(server, method: str, path: str, token: str = TOKEN, body: dict | None = None):
