@@ -191,3 +191,19 @@ def merge_config(state: JsonObject, action: Action) -> JsonObject:
     else:
         values = {**(as_object(config.get("values")) or {}), **incoming}
     return {**state, "config": {**config, "values": values}}
+
+
+def directory_added(state: JsonObject, directory: Any) -> JsonObject:
+    """`workingDirectories` as a set kept in insertion order: the directory appended if absent."""
+    directories = as_list(state.get("workingDirectories"))
+    if directory is None or directory in directories:
+        return state
+    return {**state, "workingDirectories": [*directories, directory]}
+
+
+def directory_removed(state: JsonObject, directory: Any) -> JsonObject:
+    """The directory taken out of `workingDirectories`; a no-op when it is not there."""
+    current = state.get("workingDirectories")
+    if not isinstance(current, list) or directory not in current:
+        return state
+    return {**state, "workingDirectories": remove_at(current, current.index(directory))}

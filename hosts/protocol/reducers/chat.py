@@ -31,6 +31,8 @@ from ._common import (
     as_object,
     assign,
     compact,
+    directory_added,
+    directory_removed,
     find_index,
     iso_from_ms,
     key_equals,
@@ -898,16 +900,8 @@ def reduce_chat(state: JsonObject, action: Action, *, now_ms: int) -> JsonObject
 
     # Working directories: this chat's subset of the session's set.
     if kind == "chat/workingDirectorySet":
-        directories = as_list(state.get("workingDirectories"))
-        directory = action.get("directory")
-        if directory is None or directory in directories:
-            return state
-        return {**state, "workingDirectories": [*directories, directory]}
+        return directory_added(state, action.get("directory"))
     if kind == "chat/workingDirectoryRemoved":
-        current = state.get("workingDirectories")
-        directory = action.get("directory")
-        if not isinstance(current, list) or directory not in current:
-            return state
-        return {**state, "workingDirectories": remove_at(current, current.index(directory))}
+        return directory_removed(state, action.get("directory"))
 
     return state

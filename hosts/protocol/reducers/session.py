@@ -19,6 +19,8 @@ from ._common import (
     JsonObject,
     as_list,
     assign,
+    directory_added,
+    directory_removed,
     find_index,
     key_equals,
     merge_config,
@@ -340,17 +342,9 @@ def reduce_session(state: JsonObject, action: Action, *, now_ms: int) -> JsonObj
 
     # Working directories: a set kept in insertion order.
     if kind == "session/workingDirectorySet":
-        directories = as_list(state.get("workingDirectories"))
-        directory = action.get("directory")
-        if directory is None or directory in directories:
-            return state
-        return {**state, "workingDirectories": [*directories, directory]}
+        return directory_added(state, action.get("directory"))
     if kind == "session/workingDirectoryRemoved":
-        current = state.get("workingDirectories")
-        directory = action.get("directory")
-        if not isinstance(current, list) or directory not in current:
-            return state
-        return {**state, "workingDirectories": remove_at(current, current.index(directory))}
+        return directory_removed(state, action.get("directory"))
     if kind == "session/workingDirectoryReplaced":
         return _working_directory_replaced(state, action)
 
