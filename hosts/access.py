@@ -10,7 +10,6 @@ import hashlib
 import secrets
 from dataclasses import dataclass
 
-from asgiref.sync import sync_to_async
 from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
@@ -18,6 +17,7 @@ from django.utils import timezone
 from .engine.grants import BUILTIN_ROLES, check_grant
 from .engine.principal import Principal
 from .models import Membership, Role, Token
+from .store import db_call
 
 #: The protected resource `authenticate` signs a person in against.
 USERS_RESOURCE = "ahpd://users"
@@ -93,7 +93,9 @@ class DjangoDirectory:
     """The engine's Directory port."""
 
     async def principal_for_token(self, secret: str) -> Principal | None:
-        return await sync_to_async(person_for_token)(secret)
+        result: Principal | None = await db_call(person_for_token)(secret)
+        return result
 
     async def refresh(self, principal: Principal) -> Principal | None:
-        return await sync_to_async(refresh)(principal)
+        result: Principal | None = await db_call(refresh)(principal)
+        return result

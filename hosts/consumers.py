@@ -33,6 +33,16 @@ class AhpConsumer(AsyncConsumer):
 
     connection: Connection | None = None
 
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            # However the consumer ends (daphne cancels one still busy after its client went),
+            # the engine lets go of the connection.
+            if self.connection is not None:
+                self.connection.host.disconnect(self.connection)
+                self.connection = None
+
     async def dispatch(self, message: dict[str, Any]) -> None:
         # Replaces AsyncConsumer.dispatch, which runs close_old_connections in a thread before
         # every frame; nothing on this path touches the ORM.

@@ -87,6 +87,12 @@ def call_engine(work: Callable[[Host], Awaitable[T]], timeout: float = 60.0) -> 
         return await work(await get_host())
 
     loop = _loop if _loop is not None else _engine_thread()
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:
+        running = None
+    if running is loop:
+        raise RuntimeError("call_engine from the engine's own loop would wait on itself")
     return asyncio.run_coroutine_threadsafe(run(), loop).result(timeout)
 
 

@@ -5,16 +5,28 @@ from __future__ import annotations
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from django.db import close_old_connections
 
 from .models import RootConfig, StoredChat, StoredSession, StoredTurn
 
 
+def db_call(function: Any) -> Any:
+    """Run an ORM function on asgiref's thread, its connection checked first (no request
+    cycle does that for the engine: a database restart would otherwise break it for good)."""
+
+    def run(*args: Any) -> Any:
+        close_old_connections()
+        return function(*args)
+
+    return sync_to_async(run)
+
+
 class DjangoRootConfigStore:
     async def load_root_config(self) -> dict[str, Any]:
-        return await sync_to_async(_load_root_config)()
+        return await db_call(_load_root_config)()
 
     async def save_root_config(self, values: dict[str, Any]) -> None:
-        await sync_to_async(_save_root_config)(values)
+        await db_call(_save_root_config)(values)
 
 
 def _load_root_config() -> dict[str, Any]:
@@ -30,25 +42,25 @@ class DjangoSessionStore:
     """Sessions, chats and turns."""
 
     async def load_sessions(self) -> list[dict[str, Any]]:
-        return await sync_to_async(_load_sessions)()
+        return await db_call(_load_sessions)()
 
     async def save_session(self, session: dict[str, Any]) -> None:
-        await sync_to_async(_save_session)(session)
+        await db_call(_save_session)(session)
 
     async def delete_session(self, uri: str) -> None:
-        await sync_to_async(_delete_session)(uri)
+        await db_call(_delete_session)(uri)
 
     async def save_chat(self, chat: dict[str, Any]) -> None:
-        await sync_to_async(_save_chat)(chat)
+        await db_call(_save_chat)(chat)
 
     async def delete_chat(self, uri: str) -> None:
-        await sync_to_async(_delete_chat)(uri)
+        await db_call(_delete_chat)(uri)
 
     async def save_turn(self, chat: str, position: int, turn: dict[str, Any]) -> None:
-        await sync_to_async(_save_turn)(chat, position, turn)
+        await db_call(_save_turn)(chat, position, turn)
 
     async def truncate_turns(self, chat: str, keep: int) -> None:
-        await sync_to_async(_truncate_turns)(chat, keep)
+        await db_call(_truncate_turns)(chat, keep)
 
 
 _SESSION_FIELDS = (

@@ -216,7 +216,8 @@ SUBSCRIBE: dict[str, tuple[str, ...]] = {
 def action_grant(action: dict[str, Any]) -> str | None:
     """What a client's action needs; a root push of workspaceTrust alone needs trust:push."""
     needed = ACTIONS.get(str(action.get("type")))
-    if needed == "config:change":
+    if needed == "config:change" and not action.get("replace"):
+        # A replace takes every other key away, which is a change, whatever it carries.
         config = action.get("config")
         if isinstance(config, dict) and set(config) == {"workspaceTrust"}:
             return "trust:push"

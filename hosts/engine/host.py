@@ -190,6 +190,8 @@ class Host:
         record.gone_since = None
 
     def subscribe(self, conn: Connection, channel: Channel) -> None:
+        if conn.closed:
+            return  # dropped while its request was handled: nothing may hold it again
         channel.subscribers[conn] = None
         conn.subscriptions[channel.uri] = channel
 
@@ -252,6 +254,8 @@ class Host:
                     except Exception:
                         log.exception("sending to %r failed; dropping it", conn)
                         self.disconnect(conn)
+                        # The socket goes too: a client left open would wait for answers.
+                        asyncio.get_running_loop().create_task(conn.transport.abort())
 
     def emit(
         self,

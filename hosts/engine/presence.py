@@ -43,10 +43,12 @@ class PresenceMixin:
         """Take a client out of each session it no longer watches (said as this host's)."""
         for uri in self._sessions_of(channels):
             session = self.sessions.get(uri)
-            if session is None or self._present(client_id, session):
+            if session is None:
                 continue
             clients = session.channel.state.get("activeClients", [])
-            if any(c.get("clientId") == client_id for c in clients):
+            if not any(c.get("clientId") == client_id for c in clients):
+                continue
+            if not self._present(client_id, session):
                 self.host.emit(
                     session.channel,
                     {"type": "session/activeClientRemoved", "clientId": client_id},

@@ -47,6 +47,7 @@ async def do_create_session(
 ) -> dict[str, Any]:
     """A new session whose first message starts its first turn."""
     _require(principal, "session:create")
+    _require(principal, "chat:send")
     provider = agent_for(host, provider)
     first = _message(message, principal.ref)
     dirs = working_directories({"workingDirectories": directories}, "sessions")

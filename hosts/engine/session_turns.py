@@ -29,6 +29,7 @@ class TurnsMixin:
         host: Host
         agents: dict[str, Agent]
         sessions: dict[str, LiveSession]
+        chats: dict[str, LiveChat]
         state_dir: Path | None
 
         def announce(self, session: LiveSession, *, failure: str | None = None) -> None: ...
@@ -67,7 +68,9 @@ class TurnsMixin:
             session.record.title = title
         self.touch(session)
         self.update_active_count()
-        position = len(chat.record.turns)
+        # Where the turn will stand: after every turn the chat holds, a stopped one still
+        # letting go of its backend included.
+        position = len(chat.state().get("turns", []))
         running: dict[str, Any] = {
             "id": turn_id,
             "startedAt": action.get("startedAt") or iso(started),
@@ -78,7 +81,7 @@ class TurnsMixin:
         save_turn_later(self.host, chat.record.uri, position, running)
         previous = chat.task
         chat.task = asyncio.get_running_loop().create_task(
-            self._run(chat, runner, TurnRequest(turn_id, text, _model(action)), position, previous)
+            self._run(chat, runner, TurnRequest(turn_id, text, _model(action)), previous)
         )
 
     async def _run(
@@ -86,7 +89,6 @@ class TurnsMixin:
         chat: LiveChat,
         runner: TurnRunner,
         request: TurnRequest,
-        position: int,
         previous: asyncio.Task[None] | None,
     ) -> None:
         completed = False
@@ -118,7 +120,7 @@ class TurnsMixin:
             log.exception("turn %s of %s failed", request.turn_id, chat.record.uri)
             runner.end("error", f"The agent failed: {exc}")
         finally:
-            self._finish(chat, runner, position, take_queued=completed)
+            self._finish(chat, runner, take_queued=completed)
 
     async def _agent_chat(self, chat: LiveChat) -> AgentChat:
         async with chat.opening:
@@ -151,17 +153,17 @@ class TurnsMixin:
                 self.save_chat(chat)
             return chat.agent_chat
 
-    def _finish(
-        self, chat: LiveChat, runner: TurnRunner, position: int, *, take_queued: bool
-    ) -> None:
+    def _finish(self, chat: LiveChat, runner: TurnRunner, *, take_queued: bool) -> None:
         if chat.runner is runner:
             chat.runner = None
             chat.task = None
+        if chat.record.uri not in self.chats:
+            return  # disposed meanwhile: nothing of it is kept or said any more
         turns = chat.state().get("turns", [])
+        chat.record.turns = list(turns)
         finished = next((t for t in reversed(turns) if t.get("id") == runner.turn_id), None)
         if finished is not None:
-            chat.record.turns.append(finished)
-            save_turn_later(self.host, chat.record.uri, position, finished)
+            save_turn_later(self.host, chat.record.uri, turns.index(finished), finished)
         session = chat.session
         self._mark_unread(chat)
         self.touch(session)

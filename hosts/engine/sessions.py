@@ -307,9 +307,11 @@ class Sessions(PresenceMixin, TurnsMixin):
     async def remove_chat(self, chat: LiveChat) -> None:
         """Close a chat that is not its session's default: said with session/chatRemoved."""
         session = chat.session
-        await self._close_chat(chat, cancel=True)
-        session.chats.pop(chat.record.uri, None)
+        if self.chats.get(chat.record.uri) is not chat:
+            return  # removed already
         self.chats.pop(chat.record.uri, None)
+        session.chats.pop(chat.record.uri, None)
+        await self._close_chat(chat, cancel=True)
         self._drop_channel(chat.channel)
         self.host.emit(session.channel, {"type": "session/chatRemoved", "chat": chat.record.uri})
         session.record.chats.remove(chat.record.uri)
@@ -343,11 +345,16 @@ class Sessions(PresenceMixin, TurnsMixin):
         )
 
     async def dispose(self, session: LiveSession) -> None:
+        if self.sessions.get(session.record.uri) is not session:
+            return  # disposed already (two callers raced)
+        # Out of the tables before anything awaits, so nothing said meanwhile keeps it.
+        del self.sessions[session.record.uri]
+        for chat in session.chats.values():
+            self.chats.pop(chat.record.uri, None)
         for chat in list(session.chats.values()):
             await self._close_chat(chat, cancel=True)
             self.chats.pop(chat.record.uri, None)
             self._drop_channel(chat.channel)
-        self.sessions.pop(session.record.uri, None)
         self._drop_channel(session.channel)
         if session.record.announced:
             self.host.notify(
@@ -397,6 +404,8 @@ class Sessions(PresenceMixin, TurnsMixin):
         self.host.writes.later(f"chat:{chat.record.uri}", lambda: self.host.store.save_chat(data))
 
     def touch(self, session: LiveSession) -> None:
+        if self.sessions.get(session.record.uri) is not session:
+            return  # disposed: a late turn end keeps nothing
         session.record.modified_ms = now_ms()
         self.save_session(session)
         if session.record.announced:
@@ -435,6 +444,12 @@ class Sessions(PresenceMixin, TurnsMixin):
             self.host.emit(root, {"type": "root/activeSessionsChanged", "activeSessions": count})
 
     async def shutdown(self) -> None:
+        """Stop the turns still running (each ends, and is written, as a stop) and let every
+        backend go."""
+        tasks = [chat.task for chat in self.chats.values() if chat.task is not None]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
         for chat in list(self.chats.values()):
             await self._close_chat(chat, cancel=False)
 

@@ -53,13 +53,16 @@ def engine(settings: Any, tmp_path: Any) -> Iterator[None]:
     yield
 
     async def stop(host: Host) -> None:
-        await host.stop()
+        await runtime.shutdown()
         # The engine's store ran on asgiref's thread: let go of its database connections so
         # the test database can be dropped.
         await sync_to_async(connections.close_all)()
 
     runtime.call_engine(stop)
+    loop = runtime._loop
     runtime._host = runtime._loop = runtime._inbox = None
+    if loop is not None:
+        loop.call_soon_threadsafe(loop.stop)
     runtime.configured_agents.cache_clear()
     door.connection_token.cache_clear()
     model.close()

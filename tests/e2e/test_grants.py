@@ -271,3 +271,16 @@ async def test_a_queued_message_keeps_who_sent_it(server, connect, tokens, workd
         )
     )
     assert started["action"]["_meta"]["ahpd.sender"] == "user:max"
+
+
+async def test_trust_push_may_not_replace_the_whole_root_config(server, connect, tokens):
+    client = await as_(server, connect, tokens["max"])
+    refusal = await client.dispatch_and_wait(
+        ROOT,
+        {
+            "type": "root/configChanged",
+            "replace": True,
+            "config": {"workspaceTrust": {"enabled": False, "trustedUris": []}},
+        },
+    )
+    assert refusal["rejectionReason"] == "user:max may not config:change here"

@@ -685,3 +685,29 @@ async def test_a_truncation_rewinds_the_conversation_for_clients_store_and_model
     finally:
         await again.close()
         again.assert_schema_clean()
+
+
+async def test_a_session_disposed_while_its_turn_runs_stays_gone_after_a_restart(
+    server, connect, workdir
+):
+    client = await connect(server.url)
+    await client.initialize()
+    uri, chat = await new_session(client, workdir)
+    action = turn("slow")
+    await client.dispatch(chat, action)
+    await client.wait_action(
+        lambda e: e["channel"] == chat and e["action"]["type"] == "chat/delta", timeout=30
+    )
+    assert await client.request("disposeSession", {"channel": uri}) is None
+    await client.close()
+    server.restart()
+    again = await Client.open(server.url)
+    try:
+        await again.initialize()
+        listed = (await again.request("listSessions", {"channel": ROOT}))["items"]
+        assert uri not in [s["resource"] for s in listed]
+        with pytest.raises(RpcError):
+            await again.request("subscribe", {"channel": uri})
+    finally:
+        await again.close()
+        again.assert_schema_clean()

@@ -293,3 +293,32 @@ async def test_a_session_whose_agent_cannot_start_is_said_failed(connect, workdi
     finally:
         process.close()
         config.unlink()
+
+
+async def test_a_turn_sent_right_after_a_stop_keeps_both_turns_after_a_restart(
+    server, connect, workdir
+):
+    client = await connect(server.url)
+    await client.initialize()
+    _, chat = await acp_session(client, workdir)
+    action = turn("slow")
+    await client.dispatch(chat, action)
+    await client.wait_action(
+        lambda e: e["channel"] == chat and e["action"]["type"] == "chat/delta", timeout=30
+    )
+    await client.dispatch_and_wait(
+        chat, {"type": "chat/turnCancelled", "turnId": action["turnId"], "duration": 5}
+    )
+    # Said at once, while the agent still lets the stopped turn go.
+    assert (await run_turn(client, chat, "right after"))["action"]["type"] == "chat/turnComplete"
+    await client.close()
+    server.restart()
+    again = await Client.open(server.url)
+    try:
+        await again.initialize()
+        state = (await again.request("subscribe", {"channel": chat}))["snapshot"]["state"]
+        assert [t["message"]["text"] for t in state["turns"]][-2:] == ["slow", "right after"]
+        assert [t["state"] for t in state["turns"]][-2:] == ["cancelled", "complete"]
+    finally:
+        await again.close()
+        again.assert_schema_clean()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,6 +17,8 @@ if TYPE_CHECKING:
 
 #: Files offered for an @ when nothing narrows the list.
 FILE_COMPLETIONS = 50
+#: Files looked at, at most, for one @ (a working folder may be a whole disk).
+FILE_SCAN_LIMIT = 20_000
 
 
 def chat_of(host: Host, uri: str) -> LiveChat:
@@ -41,6 +44,8 @@ async def create_chat(host: Host, conn: Connection, params: dict[str, Any]) -> N
     ):
         raise invalid_params("createChat: initialMessage must be the user's Message")
     if message is not None:
+        # A first message is a message sent: it needs what any other does.
+        await host.require(conn, "chat:send")
         message = {
             **message,
             "_meta": {**(message.get("_meta") or {}), "ahpd.sender": conn.principal.ref},
@@ -126,7 +131,8 @@ async def completions(host: Host, conn: Connection, params: dict[str, Any]) -> d
     if word.startswith("/") and start == 0:
         return {"items": _commands(chat, word[1:], start, offset)}
     if word.startswith("@"):
-        return {"items": _files(chat, word[1:], start, offset)}
+        # A walk of the working tree is disk work: off the loop every client shares.
+        return {"items": await asyncio.to_thread(_files, chat, word[1:], start, offset)}
     return {"items": []}
 
 
@@ -156,10 +162,14 @@ def _files(chat: LiveChat, typed: str, start: int, end: int) -> list[dict[str, A
     from ..records import file_path
 
     items: list[dict[str, Any]] = []
+    seen = 0
     for root_uri in chat.session.record.working_directories:
         root = file_path(root_uri)
         for directory, dirnames, filenames in os.walk(root):
             dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+            seen += len(filenames)
+            if seen > FILE_SCAN_LIMIT:
+                return items
             for name in sorted(filenames):
                 path = Path(directory) / name
                 relative = path.relative_to(root).as_posix()

@@ -7,6 +7,7 @@ envelope too: the next serverSeq, a rejectionReason, and no state change.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +22,8 @@ from .params import required_int, required_str
 if TYPE_CHECKING:
     from ..connection import Connection
     from ..host import Host
+
+log = logging.getLogger("ahpd.engine")
 
 #: Actions VS Code's host refuses in its own words whatever they name.
 UNSUPPORTED = frozenset({"chat/workingDirectorySet", "chat/workingDirectoryRemoved"})
@@ -57,10 +60,16 @@ async def dispatch_action(host: Host, conn: Connection, params: dict[str, Any]) 
             principal = await host.principal_now(conn)
         except ProtocolError as exc:
             return refuse(exc.message)
+        except Exception:
+            # The client applied its action already: it is owed an answer whatever failed.
+            log.exception("reading who %s is failed", conn.client_id)
+            return refuse("The host could not check this action's grants; try again.")
         if not principal.may(needed):
             return refuse(f"{principal.ref} may not {needed} here")
         if action_type in SIGNED:
             action = signed(action, principal.ref)
+        # The target may have gone (or come) while the grants were read.
+        target = host.find_channel(uri)
     if target is None:
         return _unknown_target(host, conn, uri, action, origin, refuse)
     if target.kind != spec.channel_kind:
@@ -75,10 +84,12 @@ async def dispatch_action(host: Host, conn: Connection, params: dict[str, Any]) 
         assert target is not None
         host.emit(target, action, origin=origin, sender=conn)
 
-    if target.kind == "session":
-        reason = session_action(host.sessions.sessions[target.uri], action, say)
-    elif target.kind == "chat":
-        reason = chat_action(host.sessions.chats[target.uri], action, say)
+    session = host.sessions.sessions.get(target.uri)
+    chat = host.sessions.chats.get(target.uri)
+    if target.kind == "session" and session is not None:
+        reason = session_action(session, action, say)
+    elif target.kind == "chat" and chat is not None:
+        reason = chat_action(chat, action, say)
     else:
         reason = f"{action_type} is not supported by this host yet"
     if reason is not None:

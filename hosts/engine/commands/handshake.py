@@ -116,6 +116,8 @@ async def reconnect(host: Host, conn: Connection, params: dict[str, Any]) -> dic
     record = host.clients.get(client_id)
     if record is None:
         raise ProtocolError(ErrorCode.NOT_FOUND, f"Reconnect client not found: {client_id}")
+    # Who the connection is now decides what it may resume (a revoked token, nothing).
+    await host.principal_now(conn)
     # The connection is held to the version the client agreed at initialize.
     if not conn.ready:
         conn.client_id = client_id
