@@ -359,7 +359,12 @@ class Host:
     # -- requests -------------------------------------------------------------------------
 
     async def principal_now(self, conn: Connection) -> Principal:
-        """The connection's principal with its grants read again; a revoked token signs out."""
+        """The connection's principal with its grants read again; a revoked token signs out.
+
+        The deployment's own token (and anonymity) has nothing to read again.
+        """
+        if conn.principal.token_id is None:
+            return conn.principal
         principal = await self.directory.refresh(conn.principal)
         if principal is None:
             conn.principal = conn.door_principal = Principal(ANONYMOUS_REF, ())
