@@ -205,6 +205,10 @@ ACTIONS: dict[str, str] = {
     "chat/truncated": "chat:truncate",
 }
 
+#: What a connection must hold to be told an action at all (and to read what it moves in a
+#: snapshot): root config's values are the host's settings.
+TOLD: dict[str, str] = {"root/configChanged": "config:settings"}
+
 #: What subscribing to a channel of a kind needs (any one of). A chat's turns are part of what
 #: its session's state is, so a guest who may read sessions reads their chats too.
 SUBSCRIBE: dict[str, tuple[str, ...]] = {

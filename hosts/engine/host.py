@@ -290,6 +290,7 @@ class Host:
         frame = '{"jsonrpc":"2.0","method":"action","params":' + envelope_text + "}"
         spec = action_spec(action["type"])
         introduced = spec.introduced_in if spec is not None else None
+        needed = grants.TOLD.get(action["type"])
         self.ring.append(
             Entry(
                 seq,
@@ -298,12 +299,16 @@ class Host:
                 len(frame),
                 introduced,
                 sender.client_id if sender is not None else None,
+                needed,
             )
         )
         # A copy: a client found too far behind is dropped, and leaves the set, mid-loop.
         for conn in tuple(channel.subscribers):
             if conn is sender or (
-                introduced is not None and conn.version is not None and introduced <= conn.version
+                introduced is not None
+                and conn.version is not None
+                and introduced <= conn.version
+                and (needed is None or conn.principal.may(needed))
             ):
                 conn.enqueue(frame)
         if sender is not None and sender not in channel.subscribers:
@@ -391,6 +396,9 @@ class Host:
         snapshot = channel.snapshot(self.server_seq, resource)
         if channel.kind == "root":
             state = dict(snapshot["state"])
+            if not conn.principal.may(grants.TOLD["root/configChanged"]):
+                # Root state shows a person only what their grants let them read.
+                state["config"] = {"schema": state["config"]["schema"], "values": {}}
             state["_meta"] = {
                 **state.get("_meta", {}),
                 "ahpd.grants": grants.advertised(),

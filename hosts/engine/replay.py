@@ -20,6 +20,8 @@ class Entry:
     introduced_in: Version | None
     #: The client whose dispatch this answers, told even when it watches no such channel.
     sender: str | None
+    #: What a connection must hold to be told it (grants.TOLD), if anything.
+    grant: str | None = None
 
 
 class ReplayRing:

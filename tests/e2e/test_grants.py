@@ -284,3 +284,17 @@ async def test_trust_push_may_not_replace_the_whole_root_config(server, connect,
         },
     )
     assert refusal["rejectionReason"] == "user:max may not config:change here"
+
+
+async def test_root_config_is_shown_only_to_who_may_read_the_settings(server, connect, tokens):
+    admin = await as_(server, connect, tokens["ana"])
+    guest = await as_(server, connect, tokens["gus"])
+    assert admin.tracked[ROOT][0]["config"]["values"]
+    assert guest.tracked[ROOT][0]["config"]["values"] == {}
+    assert guest.tracked[ROOT][0]["config"]["schema"]["properties"]
+    mark = {"x-secret": uuid.uuid4().hex}
+    echo = await admin.dispatch_and_wait(ROOT, {"type": "root/configChanged", "config": mark})
+    await guest.settle()
+    assert not [e for e in guest.actions if e["serverSeq"] == echo["serverSeq"]]
+    await guest.assert_conforms(ROOT)
+    await admin.assert_conforms(ROOT)

@@ -142,6 +142,7 @@ async def reconnect(host: Host, conn: Connection, params: dict[str, Any]) -> dic
                 entry.channel in watched
                 and entry.introduced_in is not None
                 and entry.introduced_in <= version
+                and (entry.grant is None or conn.principal.may(entry.grant))
             )
             or entry.sender == client_id
         ]
