@@ -372,14 +372,26 @@ class Host:
             return conn.principal
         principal = await self.directory.refresh(conn.principal)
         if principal is None:
-            conn.principal = conn.door_principal = Principal(ANONYMOUS_REF, ())
+            self.become(conn, Principal(ANONYMOUS_REF, ()))
+            conn.door_principal = conn.principal
             raise ProtocolError(
                 ErrorCode.AUTH_REQUIRED,
                 "The token this connection signed in with is no longer valid: sign in again",
                 {"resources": [USERS_RESOURCE_METADATA]},
             )
-        conn.principal = principal
+        self.become(conn, principal)
         return principal
+
+    def become(self, conn: Connection, principal: Principal) -> None:
+        """The connection is now `principal`: it stops watching what that one may not read."""
+        narrowed = not set(principal.grants) >= set(conn.principal.grants)
+        conn.principal = principal
+        if not narrowed:
+            return
+        for channel in list(conn.subscriptions.values()):
+            needed = grants.SUBSCRIBE.get(channel.kind)
+            if needed is not None and not any(principal.may(n) for n in needed):
+                self.unsubscribe(conn, channel)
 
     async def require(self, conn: Connection, needed: str, *alternatives: str) -> Principal:
         """The principal, if it holds `needed` (or one of the alternatives); -32009 in the

@@ -298,3 +298,20 @@ async def test_root_config_is_shown_only_to_who_may_read_the_settings(server, co
     assert not [e for e in guest.actions if e["serverSeq"] == echo["serverSeq"]]
     await guest.assert_conforms(ROOT)
     await admin.assert_conforms(ROOT)
+
+
+async def test_a_connection_whose_grants_shrink_stops_watching_what_it_may_not_read(
+    server, connect, tokens, workdir
+):
+    owner = await as_(server, connect, tokens["ana"])
+    uri, chat = await make_session(owner, workdir)
+    person_id = f"shrink-{uuid.uuid4().hex[:6]}"
+    cli(server, "user", "add", person_id, "--role", "member")
+    client = await as_(server, connect, cli(server, "user", "token", person_id)["token"])
+    await client.request("subscribe", {"channel": uri})
+    cli(server, "user", "rm", person_id)
+    with pytest.raises(RpcError):
+        await client.request("listSessions", {"channel": ROOT})
+    echo = await owner.dispatch_and_wait(uri, {"type": "session/titleChanged", "title": "new"})
+    await client.settle()
+    assert not [e for e in client.actions if e["serverSeq"] == echo["serverSeq"]]

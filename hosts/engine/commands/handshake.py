@@ -46,7 +46,7 @@ async def authenticate(host: Host, conn: Connection, params: dict[str, Any]) -> 
             {"resources": [USERS_RESOURCE_METADATA]},
         )
     if token == "":
-        conn.principal = conn.door_principal
+        host.become(conn, conn.door_principal)
         return {}
     principal = await host.directory.principal_for_token(token)
     if principal is None:
@@ -55,7 +55,7 @@ async def authenticate(host: Host, conn: Connection, params: dict[str, Any]) -> 
             "authenticate: the directory knows no such token",
             {"resources": [USERS_RESOURCE_METADATA]},
         )
-    conn.principal = principal
+    host.become(conn, principal)
     return {}
 
 
