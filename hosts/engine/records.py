@@ -14,14 +14,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-# SessionStatus bits (a bit set, not an enum).
-IDLE = 1
-ERROR = 2
-IN_PROGRESS = 8
-INPUT_NEEDED = 24
-IS_READ = 32
-IS_ARCHIVED = 64
-ACTIVITY_MASK = 31
+from ..protocol.reducers._common import (
+    STATUS_IDLE,
+    STATUS_IS_ARCHIVED,
+    STATUS_IS_READ,
+)
 
 
 def iso(ms: int) -> str:
@@ -34,7 +31,9 @@ def iso(ms: int) -> str:
 
 
 def status_bits(activity: int, *, is_read: bool, is_archived: bool) -> int:
-    return activity | (IS_READ if is_read else 0) | (IS_ARCHIVED if is_archived else 0)
+    return (
+        activity | (STATUS_IS_READ if is_read else 0) | (STATUS_IS_ARCHIVED if is_archived else 0)
+    )
 
 
 @dataclass
@@ -128,7 +127,7 @@ def chat_summary(chat: ChatRecord, modified_ms: int) -> dict[str, Any]:
     return {
         "resource": chat.uri,
         "title": chat.title,
-        "status": status_bits(IDLE, is_read=chat.is_read, is_archived=chat.is_archived),
+        "status": status_bits(STATUS_IDLE, is_read=chat.is_read, is_archived=chat.is_archived),
         "modifiedAt": iso(modified_ms),
     }
 

@@ -15,15 +15,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..backends.base import Agent, AgentChat
+from ..protocol.reducers._common import (
+    STATUS_IDLE,
+    STATUS_IN_PROGRESS,
+    STATUS_IS_ARCHIVED,
+    STATUS_IS_READ,
+)
 from ..protocol.uris import ROOT_URI
 from .channel import Channel
 from .clock import now_ms
 from .presence import PresenceMixin
 from .records import (
-    IDLE,
-    IN_PROGRESS,
-    IS_ARCHIVED,
-    IS_READ,
     ChatRecord,
     SessionRecord,
     chat_record_from_json,
@@ -205,8 +207,8 @@ class Sessions(PresenceMixin, TurnsMixin):
         return summary
 
     def _summary_status(self, session: LiveSession) -> int:
-        activity = IN_PROGRESS if session.running else IDLE
-        flags = int(session.channel.state["status"]) & (IS_READ | IS_ARCHIVED)
+        activity = STATUS_IN_PROGRESS if session.running else STATUS_IDLE
+        flags = int(session.channel.state["status"]) & (STATUS_IS_READ | STATUS_IS_ARCHIVED)
         return activity | flags
 
     # -- commands -------------------------------------------------------------------------

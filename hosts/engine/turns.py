@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -299,12 +298,3 @@ class TurnRunner:
         for future, _ in list(self._questions.values()):
             if not future.done():
                 future.set_result(PermissionAnswer(False))
-
-
-def tool_input_text(value: Any) -> str | None:
-    """A tool's input as the text ToolInput carries."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return value
-    return json.dumps(value)
