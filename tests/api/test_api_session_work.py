@@ -16,6 +16,7 @@ from rest_framework.test import APIClient
 
 from hosts import access, door, runtime
 from hosts.engine.host import Host
+from tests.support.agents import local_agent_config
 from tests.support.fake_openai import FakeOpenAi
 
 ROOT = "test-root"
@@ -27,22 +28,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def engine(settings: Any, tmp_path: Any) -> Iterator[None]:
     model = FakeOpenAi()
     config = tmp_path / "agents.json"
-    config.write_text(
-        json.dumps(
-            {
-                "agents": [
-                    {
-                        "provider": "local",
-                        "kind": "openai",
-                        "displayName": "Local",
-                        "baseUrl": model.url,
-                        "model": "fake",
-                        "apiKey": "none",
-                    }
-                ]
-            }
-        )
-    )
+    config.write_text(json.dumps(local_agent_config(model.url)))
     settings.AHPD_CONFIG = str(config)
     settings.AHPD_CONNECTION_TOKEN = ROOT
     settings.AHPD_CONNECTION_TOKEN_FILE = None
