@@ -108,6 +108,23 @@ def ended(chat: str, turn_id: str):
     )
 
 
+async def start_streaming(
+    client: Client, chat: str, text: str, watcher: Client | None = None
+) -> dict:
+    """Start a turn and wait until its text streams (as `watcher` sees it, if given)."""
+    action = turn(text)
+    await client.dispatch(chat, action)
+    await (watcher or client).wait_action(
+        lambda e: (
+            e["channel"] == chat
+            and e["action"]["type"] == "chat/delta"
+            and e["action"]["turnId"] == action["turnId"]
+        ),
+        timeout=30,
+    )
+    return action
+
+
 async def run_turn(client: Client, chat: str, text: str) -> dict:
     action = turn(text)
     await client.dispatch_and_wait(chat, action)
@@ -238,11 +255,7 @@ async def test_a_stop_ends_the_turn_for_every_client_at_once(server, connect, wo
     b = await connect(server.url)
     await b.initialize()
     await b.request("subscribe", {"channel": chat})
-    action = turn("slow")
-    await a.dispatch(chat, action)
-    await b.wait_action(
-        lambda e: e["channel"] == chat and e["action"]["type"] == "chat/delta", timeout=30
-    )
+    action = await start_streaming(a, chat, "slow", watcher=b)
     stop = {"type": "chat/turnCancelled", "turnId": action["turnId"], "duration": 10}
     echo = await a.dispatch_and_wait(chat, stop)
     assert "rejectionReason" not in echo
@@ -693,11 +706,7 @@ async def test_a_session_disposed_while_its_turn_runs_stays_gone_after_a_restart
     client = await connect(server.url)
     await client.initialize()
     uri, chat = await new_session(client, workdir)
-    action = turn("slow")
-    await client.dispatch(chat, action)
-    await client.wait_action(
-        lambda e: e["channel"] == chat and e["action"]["type"] == "chat/delta", timeout=30
-    )
+    await start_streaming(client, chat, "slow")
     assert await client.request("disposeSession", {"channel": uri}) is None
     await client.close()
     server.restart()

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_sessions import ended, message, new_session, run_turn, turn
+from tests.e2e.test_sessions import ended, message, new_session, run_turn, start_streaming, turn
 from tests.support.client import Client
 from tests.support.server import REPO, ServerProcess
 
@@ -123,11 +123,7 @@ async def test_a_stop_cancels_the_agents_turn(server, connect, workdir):
     client = await connect(server.url)
     await client.initialize()
     _, chat = await acp_session(client, workdir)
-    action = turn("slow")
-    await client.dispatch(chat, action)
-    await client.wait_action(
-        lambda e: e["channel"] == chat and e["action"]["type"] == "chat/delta", timeout=30
-    )
+    action = await start_streaming(client, chat, "slow")
     await client.dispatch_and_wait(
         chat, {"type": "chat/turnCancelled", "turnId": action["turnId"], "duration": 5}
     )
@@ -301,11 +297,7 @@ async def test_a_turn_sent_right_after_a_stop_keeps_both_turns_after_a_restart(
     client = await connect(server.url)
     await client.initialize()
     _, chat = await acp_session(client, workdir)
-    action = turn("slow")
-    await client.dispatch(chat, action)
-    await client.wait_action(
-        lambda e: e["channel"] == chat and e["action"]["type"] == "chat/delta", timeout=30
-    )
+    action = await start_streaming(client, chat, "slow")
     await client.dispatch_and_wait(
         chat, {"type": "chat/turnCancelled", "turnId": action["turnId"], "duration": 5}
     )
