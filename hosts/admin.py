@@ -22,7 +22,7 @@ from django.utils.html import format_html
 from . import access
 from .api.views import ws_url
 from .engine.grants import GrantError
-from .engine.records import iso
+from .engine.sessions.records import iso
 from .models import (
     Membership,
     Project,

@@ -11,9 +11,10 @@ from channels.exceptions import StopConsumer
 from . import door
 from .daphne_wire import FRAMES, DaphneWire
 from .engine.connection import Connection
+from .engine.router import Router
 from .protocol import jsonrpc
 from .protocol.errors import ErrorCode, ProtocolError
-from .runtime import get_host
+from .runtime import get_router
 
 log = logging.getLogger("ahpd.socket")
 
@@ -32,6 +33,7 @@ class AhpConsumer(AsyncConsumer):
     channel_layer_alias = "ahpd-no-layer"
 
     connection: Connection | None = None
+    router: Router | None = None
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         try:
@@ -39,9 +41,12 @@ class AhpConsumer(AsyncConsumer):
         finally:
             # However the consumer ends (daphne cancels one still busy after its client went),
             # the engine lets go of the connection.
-            if self.connection is not None:
-                self.connection.host.disconnect(self.connection)
-                self.connection = None
+            self._let_go()
+
+    def _let_go(self) -> None:
+        if self.connection is not None and self.router is not None:
+            self.router.host.disconnect(self.connection)
+        self.connection = None
 
     async def dispatch(self, message: dict[str, Any]) -> None:
         # Replaces AsyncConsumer.dispatch, which runs close_old_connections in a thread before
@@ -60,7 +65,8 @@ class AhpConsumer(AsyncConsumer):
             return
         headers = {k.decode("latin1").lower(): v.decode("latin1") for k, v in self.scope["headers"]}
         token = door.token_from(self.scope.get("query_string", b""), headers)
-        host = await get_host()
+        self.router = router = await get_router()
+        host = router.host
         # The deployment's token is the deployment (root); a person's token signs the
         # connection in as that person, which is how VS Code (?tkn= only) connects as one.
         principal = None
@@ -83,14 +89,14 @@ class AhpConsumer(AsyncConsumer):
         text = message.get("text")
         if text is None:
             # Refused, not fatal: the socket stays up and nobody else notices.
-            self.connection.enqueue(BINARY_REFUSAL)
+            assert self.router is not None
+            self.router.host.fanout.send(self.connection, BINARY_REFUSAL)
             return
-        await self.connection.receive_text(text)
+        assert self.router is not None
+        await self.router.receive(self.connection, text)
 
     async def _disconnect(self) -> None:
-        if self.connection is not None:
-            self.connection.host.disconnect(self.connection)
-            self.connection = None
+        self._let_go()
         raise StopConsumer()
 
 

@@ -20,6 +20,7 @@ from django.conf import settings
 from .backends.base import Agent
 from .backends.config import build_agents, load_agents
 from .engine.host import Host, HostSettings
+from .engine.router import Router
 from .store import DjangoStore
 
 log = logging.getLogger("ahpd.runtime")
@@ -27,6 +28,7 @@ log = logging.getLogger("ahpd.runtime")
 ENGINE_CHANNEL = "ahpd.engine"
 
 _host: Host | None = None
+_router: Router | None = None
 _inbox: asyncio.Task[None] | None = None
 #: The loop the engine runs on (daphne's, or a thread of its own for a process with none).
 _loop: asyncio.AbstractEventLoop | None = None
@@ -64,16 +66,23 @@ def configured_agents() -> dict[str, Agent]:
 
 async def get_host() -> Host:
     """The started engine of this process."""
-    global _host, _inbox, _loop
+    return (await get_router()).host
+
+
+async def get_router() -> Router:
+    """The started engine of this process, behind the router its sockets talk to."""
+    global _host, _router, _inbox, _loop
     if _host is None:
         _loop = asyncio.get_running_loop()
         from .access import DjangoDirectory
 
         _host = Host(DjangoStore(), host_settings(), configured_agents(), DjangoDirectory())
+        _router = Router(_host)
     await _host.start()
     if _inbox is None:
         _inbox = asyncio.get_running_loop().create_task(_read_inbox(_host), name="ahpd-inbox")
-    return _host
+    assert _router is not None
+    return _router
 
 
 def call_engine(work: Callable[[Host], Awaitable[T]], timeout: float = 60.0) -> T:

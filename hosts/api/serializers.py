@@ -13,7 +13,7 @@ from rest_framework.validators import UniqueValidator
 
 from .. import access
 from ..engine.grants import GrantError
-from ..engine.records import iso
+from ..engine.sessions.records import iso
 from ..models import (
     Membership,
     Project,

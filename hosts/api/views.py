@@ -24,8 +24,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from .. import access, runtime
-from ..engine import services
 from ..engine.principal import Principal
+from ..engine.services.calls import perform
 from ..models import Project, Role, RootConfig, StoredSession, StoredTurn, Team, Token
 from ..models import StoredChat as StoredChatModel
 from ..protocol.errors import ErrorCode, ProtocolError
@@ -290,13 +290,15 @@ class SessionsView(generics.ListAPIView):
         data = body.validated_data
         principal = _principal(request)
         result = engine(
-            lambda host: services.do_create_session(
+            lambda host: perform(
                 host,
+                "create_session",
                 principal,
                 provider=data.get("provider"),
                 directories=data.get("workingDirectories"),
                 config=data.get("config"),
                 message=data["message"],
+                method="sessions",
             )
         )
         return Response(result, status=status.HTTP_201_CREATED)
@@ -333,7 +335,7 @@ class SessionView(generics.RetrieveAPIView):
     @extend_schema(responses={204: None})
     def delete(self, request: Request, uri: str) -> Response:
         principal = _principal(request)
-        engine(lambda host: services.do_dispose(host, principal, uri))
+        engine(lambda host: perform(host, "dispose_session", principal, uri=uri))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -383,8 +385,13 @@ class SessionMessagesView(APIView):
         data = body.validated_data
         principal = _principal(request)
         result = engine(
-            lambda host: services.do_send_message(
-                host, principal, uri, data["message"], data.get("chat")
+            lambda host: perform(
+                host,
+                "send_message",
+                principal,
+                uri=uri,
+                message=data["message"],
+                chat_uri=data.get("chat"),
             )
         )
         return Response(result, status=status.HTTP_202_ACCEPTED)
@@ -398,4 +405,4 @@ class SessionCancelView(APIView):
     @extend_schema(request=None, responses={200: CancelledSerializer})
     def post(self, request: Request, uri: str) -> Response:
         principal = _principal(request)
-        return Response(engine(lambda host: services.do_cancel(host, principal, uri)))
+        return Response(engine(lambda host: perform(host, "cancel_session", principal, uri=uri)))

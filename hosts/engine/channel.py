@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from .connection import Connection
+from ..protocol.shapes import Snapshot
 
 
 @dataclass(eq=False, slots=True)
@@ -15,8 +14,9 @@ class Channel:
     kind: str
     #: Held state: the protocol's reducer applied to every accepted action, from a seed.
     state: Any
-    #: Insertion-ordered set of subscribed connections.
-    subscribers: dict[Connection, None] = field(default_factory=dict)
+    #: Insertion-ordered set of subscribed connections (fanout.Connection; typed loosely here
+    #: so a channel needs nothing of a connection's module).
+    subscribers: dict[Any, None] = field(default_factory=dict)
 
-    def snapshot(self, server_seq: int, resource: str | None = None) -> dict[str, Any]:
+    def snapshot(self, server_seq: int, resource: str | None = None) -> Snapshot:
         return {"resource": resource or self.uri, "state": self.state, "fromSeq": server_seq}

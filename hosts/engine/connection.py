@@ -1,42 +1,36 @@
-"""One client connection: its handshake, its subscriptions and its bounded outbound queue."""
+"""One client connection as the engine holds it: who it is, what it watches, what it is owed.
+
+A plain record: the fan-out core (fanout.py) is the only writer of its subscriptions and its
+outbound queue, and the router (router.py) of its handshake fields.
+"""
 
 from __future__ import annotations
 
-import logging
 from collections import deque
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
 
-from ..protocol import jsonrpc
 from ..protocol.versions import Version
-from .principal import Principal
-
-if TYPE_CHECKING:
-    from .channel import Channel
-    from .host import Host
-    from .ports import Transport
-
-log = logging.getLogger("ahpd.engine")
+from .channel import Channel
+from .ports import Transport
+from .principal import ANONYMOUS, Principal
 
 
+@dataclass(eq=False, slots=True)
 class Connection:
-    """Frames in through `receive_text`; frames out, in order, through the host's flusher."""
-
-    def __init__(self, host: Host, transport: Transport, peer: str) -> None:
-        self.host = host
-        self.transport = transport
-        self.peer = peer
-        self.client_id: str | None = None
-        self.version_text: str | None = None
-        self.version: Version | None = None
-        self.subscriptions: dict[str, Channel] = {}
-        self.closed = False
-        #: Who this connection is now, and who the door admitted it as (for a sign-out).
-        self.principal: Principal = Principal("anonymous", ())
-        self.door_principal: Principal = self.principal
-        #: An older VS Code window, which computes its default chat's URI from the session's.
-        self.legacy_vscode_chat_uris = False
-        self.outbox: deque[str] = deque()
-        self.outbox_bytes = 0
+    transport: Transport
+    peer: str
+    #: Who this connection is now, and who the door admitted it as (for a sign-out).
+    principal: Principal = ANONYMOUS
+    door_principal: Principal = ANONYMOUS
+    client_id: str | None = None
+    version_text: str | None = None
+    version: Version | None = None
+    #: An older VS Code window, which computes its default chat's URI from the session's.
+    legacy_vscode_chat_uris: bool = False
+    closed: bool = False
+    subscriptions: dict[str, Channel] = field(default_factory=dict)
+    outbox: deque[str] = field(default_factory=deque)
+    outbox_bytes: int = 0
 
     @property
     def ready(self) -> bool:
@@ -45,42 +39,3 @@ class Connection:
 
     def __repr__(self) -> str:
         return f"<Connection client={self.client_id!r} peer={self.peer}>"
-
-    async def receive_text(self, text: str) -> None:
-        """Take one text frame; answer it, keeping the connection up whatever it holds."""
-        try:
-            incoming = jsonrpc.parse(text)
-        except jsonrpc.FrameError as exc:
-            self.enqueue(jsonrpc.error_frame(exc.request_id, exc))
-            return
-        if incoming is None:
-            return
-        answer = await self.host.handle(self, incoming)
-        if answer is not None:
-            self.enqueue(answer)
-
-    def enqueue(self, text: str) -> None:
-        """Queue a frame for this client, or close the client if it is too far behind."""
-        if self.closed:
-            return
-        limit = self.host.queue_limit
-        if limit:
-            behind = self.outbox_bytes + (self.transport.buffered() or 0)
-            # A client that has taken everything is never behind, whatever one frame weighs.
-            if behind and behind + len(text) > limit:
-                self.host.drop_slow(self, behind)
-                return
-        self.outbox.append(text)
-        self.outbox_bytes += len(text)
-        self.host.wake_flusher(self)
-
-    async def flush(self) -> None:
-        """Hand every queued frame to the transport, in order, in one batch."""
-        while self.outbox and not self.closed:
-            batch = list(self.outbox)
-            self.outbox.clear()
-            self.outbox_bytes = 0
-            if len(batch) == 1:
-                await self.transport.send(batch[0])
-            else:
-                await self.transport.send_batch(batch)

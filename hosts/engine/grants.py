@@ -172,39 +172,6 @@ def advertised() -> dict[str, Any]:
     }
 
 
-#: What each command needs; commands not named need nothing beyond the door.
-COMMANDS: dict[str, str] = {
-    "listSessions": "session:list",
-    "createSession": "session:create",
-    "disposeSession": "session:dispose",
-    "resolveSessionConfig": "session:create",
-    "createChat": "chat:create",
-    "disposeChat": "chat:dispose",
-    "fetchTurns": "chat:turns",
-    "completions": "chat:send",
-}
-
-#: What a client's action needs, by type.
-ACTIONS: dict[str, str] = {
-    "root/configChanged": "config:change",
-    "session/titleChanged": "session:rename",
-    "session/isReadChanged": "session:mark",
-    "session/isArchivedChanged": "session:mark",
-    "session/activeClientSet": "session:attach",
-    "session/activeClientRemoved": "session:attach",
-    "session/configChanged": "session:configure",
-    "chat/turnStarted": "chat:send",
-    "chat/turnCancelled": "chat:cancel",
-    "chat/toolCallConfirmed": "chat:tool",
-    "chat/pendingMessageSet": "chat:send",
-    "chat/pendingMessageRemoved": "chat:send",
-    "chat/queuedMessagesReordered": "chat:send",
-    "chat/draftChanged": "chat:draft",
-    "chat/isReadChanged": "chat:mark",
-    "chat/isArchivedChanged": "chat:mark",
-    "chat/truncated": "chat:truncate",
-}
-
 #: What a connection must hold to be told an action at all (and to read what it moves in a
 #: snapshot): root config's values are the host's settings.
 TOLD: dict[str, str] = {"root/configChanged": "config:settings"}
@@ -215,14 +182,3 @@ SUBSCRIBE: dict[str, tuple[str, ...]] = {
     "session": ("session:state",),
     "chat": ("chat:turns", "session:state"),
 }
-
-
-def action_grant(action: dict[str, Any]) -> str | None:
-    """What a client's action needs; a root push of workspaceTrust alone needs trust:push."""
-    needed = ACTIONS.get(str(action.get("type")))
-    if needed == "config:change" and not action.get("replace"):
-        # A replace takes every other key away, which is a change, whatever it carries.
-        config = action.get("config")
-        if isinstance(config, dict) and set(config) == {"workspaceTrust"}:
-            return "trust:push"
-    return needed

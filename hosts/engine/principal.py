@@ -35,6 +35,10 @@ class Principal:
         return "*:*" in self.grants
 
 
+#: Who a connection is before the door or a sign-in says otherwise: nobody, with no grants.
+ANONYMOUS = Principal(ANONYMOUS_REF, ())
+
+
 def root(host_name: str) -> Principal:
     return Principal(ref=f"root:{host_name}", grants=("*:*",))
 

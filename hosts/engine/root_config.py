@@ -46,12 +46,9 @@ def defaults(config_schema: Mapping[str, Any]) -> dict[str, Any]:
     return {key: prop["default"] for key, prop in config_schema["properties"].items()}
 
 
-def check_push(config: Any, replace: Any) -> str | None:
-    """Why a root/configChanged push cannot be taken, or None when it can."""
-    if not isinstance(config, dict):
-        return "root/configChanged: config must be an object"
-    if replace is not None and not isinstance(replace, bool):
-        return "root/configChanged: replace must be a boolean"
+def check_push(config: Mapping[str, Any]) -> str | None:
+    """Why the values of a root/configChanged push (its shape checked already) cannot be
+    taken, or None when they can."""
     for key in (CLIENT_QUEUE_BYTES, REPLAY_BYTES):
         if key not in config:
             continue

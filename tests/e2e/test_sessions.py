@@ -279,6 +279,52 @@ async def test_a_stop_ends_the_turn_for_every_client_at_once(server, connect, wo
     assert (await run_turn(a, chat, "again"))["action"]["type"] == "chat/turnComplete"
 
 
+async def test_a_turn_sent_while_another_runs_takes_its_place_and_runs_next(
+    server, connect, workdir
+):
+    client = await connect(server.url)
+    await client.initialize()
+    _, chat = await new_session(client, workdir)
+    first = turn("write replaced.txt never")
+    await client.dispatch(chat, first)
+    await client.wait_action(
+        lambda e: (
+            e["action"]["type"] == "chat/toolCallReady" and e["action"]["turnId"] == first["turnId"]
+        ),
+        timeout=30,
+    )
+    second = turn("hello again")
+    echo = await client.dispatch_and_wait(chat, second)
+    assert "rejectionReason" not in echo
+    # The replaced turn's question can never be answered: it is declined, the turn runs on
+    # (its actions name it) and the one that took its place runs next.
+    end = await client.wait_action(ended(chat, second["turnId"]), timeout=30)
+    assert end["action"]["type"] == "chat/turnComplete"
+    assert not (workdir / "replaced.txt").exists()
+    await client.assert_conforms(chat)
+    state = (await client.request("subscribe", {"channel": chat}))["snapshot"]["state"]
+    assert [t["id"] for t in state["turns"]] == [second["turnId"]]
+
+
+async def test_a_stop_of_the_turn_that_took_the_place_drops_the_one_behind_it(
+    server, connect, workdir
+):
+    client = await connect(server.url)
+    await client.initialize()
+    _, chat = await new_session(client, workdir)
+    first = await start_streaming(client, chat, "slow")
+    second = turn("never run")
+    await client.dispatch_and_wait(chat, second)
+    stop = {"type": "chat/turnCancelled", "turnId": second["turnId"], "duration": 1}
+    assert "rejectionReason" not in await client.dispatch_and_wait(chat, stop)
+    assert (await run_turn(client, chat, "after"))["action"]["type"] == "chat/turnComplete"
+    state = (await client.request("subscribe", {"channel": chat}))["snapshot"]["state"]
+    assert first["turnId"] not in [t["id"] for t in state["turns"]]
+    [stopped] = [t for t in state["turns"] if t["id"] == second["turnId"]]
+    assert stopped["state"] == "cancelled" and stopped["responseParts"] == []
+    await client.assert_conforms(chat)
+
+
 async def test_two_clients_on_one_session_see_the_same_stream(server, connect, workdir):
     a = await connect(server.url)
     await a.initialize()

@@ -1,4 +1,5 @@
-"""The engine without Django or sockets: delivery, version gating, the replay ring, the queue."""
+"""The engine without Django or sockets: delivery, version gating, the replay ring, the queue,
+through the router as a socket's frames reach it."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 from hosts.engine.host import Host, HostSettings
 from hosts.engine.ports import MemoryStore
 from hosts.engine.replay import Entry, ReplayRing
+from hosts.engine.router import Router
 from hosts.protocol import jsonrpc
 from hosts.protocol.uris import ROOT_URI
 
@@ -52,7 +54,8 @@ async def started_host(**settings: Any) -> Host:
 async def handshake(host: Host, version: str, client_id: str) -> tuple[Any, FakeTransport]:
     transport = FakeTransport()
     conn = host.connect(transport, "test")
-    await conn.receive_text(
+    await Router(host).receive(
+        conn,
         jsonrpc.dumps(
             {
                 "jsonrpc": "2.0",
@@ -65,7 +68,7 @@ async def handshake(host: Host, version: str, client_id: str) -> tuple[Any, Fake
                     "initialSubscriptions": [ROOT_URI],
                 },
             }
-        )
+        ),
     )
     return conn, transport
 
@@ -79,11 +82,11 @@ async def test_an_action_goes_only_to_connections_whose_version_knows_it():
     host = await started_host()
     _, old = await handshake(host, "0.9.0", "old")
     _, new = await handshake(host, "0.10.0", "new")
-    root = host.channels[ROOT_URI]
+    root = host.root
     # chat/canvasesChanged was introduced in 0.10.0; its reducer is not root's, so say it as a
     # host envelope without reducing, which is all this test is about.
-    host.emit(root, {"type": "chat/canvasesChanged", "canvases": []}, reduce_state=False)
-    host.emit(root, {"type": "root/activeSessionsChanged", "activeSessions": 0})
+    host.fanout.emit(root, {"type": "chat/canvasesChanged", "canvases": []}, reduce_state=False)
+    host.fanout.emit(root, {"type": "root/activeSessionsChanged", "activeSessions": 0})
     await flushed()
     assert [a["action"]["type"] for a in new.actions()] == [
         "chat/canvasesChanged",
@@ -96,12 +99,12 @@ async def test_an_action_goes_only_to_connections_whose_version_knows_it():
 async def test_a_replay_holds_back_what_the_clients_version_does_not_know():
     host = await started_host()
     conn, old = await handshake(host, "0.9.0", "old")
-    root = host.channels[ROOT_URI]
-    host.emit(root, {"type": "chat/canvasesChanged", "canvases": []}, reduce_state=False)
-    host.emit(root, {"type": "root/activeSessionsChanged", "activeSessions": 0})
+    root = host.root
+    host.fanout.emit(root, {"type": "chat/canvasesChanged", "canvases": []}, reduce_state=False)
+    host.fanout.emit(root, {"type": "root/activeSessionsChanged", "activeSessions": 0})
     host.disconnect(conn)
     again = host.connect(FakeTransport(), "test")
-    answer = await host.handle(
+    answer = await Router(host).handle(
         again,
         jsonrpc.Incoming(
             2,
@@ -122,10 +125,10 @@ async def test_a_client_past_its_queue_limit_is_aborted_and_others_are_not():
     _, quick = await handshake(host, "1.0.0", "quick")
     await flushed()
     slow.held = 2 * 1024 * 1024
-    host.emit(host.channels[ROOT_URI], {"type": "root/activeSessionsChanged", "activeSessions": 1})
+    host.fanout.emit(host.root, {"type": "root/activeSessionsChanged", "activeSessions": 1})
     await flushed()
     assert slow.aborted and slow_conn.closed
-    assert slow_conn not in host.channels[ROOT_URI].subscribers
+    assert slow_conn not in host.root.subscribers
     assert not quick.aborted and quick.actions()
     await host.stop()
 

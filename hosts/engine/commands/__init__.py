@@ -1,28 +1,47 @@
-"""Command handlers by family; HANDLERS is what the host serves, by method name."""
+"""The JSON-RPC commands this host serves, by method name: the handler and what it needs.
+
+A handler parses its params, calls a service (services/) or reads the engine, and answers.
+`grant` is checked by the router, with the principal read fresh, before the handler runs; a
+command backed by a service (`FRESH`) has its grants checked inside the service, once.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
 
+from ..connection import Connection
+from ..host import Host
 from . import chats, dispatch, handshake, sessions, subscriptions
 
-if TYPE_CHECKING:
-    from ..host import Handler
+Handler = Callable[[Host, Connection, dict[str, Any]], Awaitable[Any]]
 
-HANDLERS: dict[str, Handler] = {
-    "initialize": handshake.initialize,
-    "ping": handshake.ping,
-    "reconnect": handshake.reconnect,
-    "authenticate": handshake.authenticate,
-    "subscribe": subscriptions.subscribe,
-    "unsubscribe": subscriptions.unsubscribe,
-    "dispatchAction": dispatch.dispatch_action,
-    "createSession": sessions.create_session,
-    "disposeSession": sessions.dispose_session,
-    "listSessions": sessions.list_sessions,
-    "fetchTurns": chats.fetch_turns,
-    "createChat": chats.create_chat,
-    "disposeChat": chats.dispose_chat,
-    "completions": chats.completions,
-    "resolveSessionConfig": sessions.resolve_session_config,
+#: The service checks the grants itself; the router reads the principal fresh for it.
+FRESH = "fresh"
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    handler: Handler
+    #: What the caller must hold (read fresh), FRESH, or None for nothing beyond the door.
+    grant: str | None = None
+
+
+COMMANDS: dict[str, Command] = {
+    "initialize": Command(handshake.initialize),
+    "ping": Command(handshake.ping),
+    "reconnect": Command(handshake.reconnect),
+    "authenticate": Command(handshake.authenticate),
+    "subscribe": Command(subscriptions.subscribe),
+    "unsubscribe": Command(subscriptions.unsubscribe),
+    "dispatchAction": Command(dispatch.dispatch_action),
+    "createSession": Command(sessions.create_session, FRESH),
+    "disposeSession": Command(sessions.dispose_session, FRESH),
+    "listSessions": Command(sessions.list_sessions, "session:list"),
+    "resolveSessionConfig": Command(sessions.resolve_session_config, "session:create"),
+    "fetchTurns": Command(chats.fetch_turns, "chat:turns"),
+    "createChat": Command(chats.create_chat, FRESH),
+    "disposeChat": Command(chats.dispose_chat, FRESH),
+    "completions": Command(chats.completions, "chat:send"),
 }

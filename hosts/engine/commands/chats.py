@@ -5,15 +5,16 @@ from __future__ import annotations
 import asyncio
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ...protocol.errors import ErrorCode, ProtocolError, invalid_params
-from .params import required_str
-
-if TYPE_CHECKING:
-    from ..connection import Connection
-    from ..host import Host
-    from ..sessions import LiveChat
+from ...protocol.errors import invalid_params
+from ...protocol.validation import required_str
+from ..connection import Connection
+from ..host import Host
+from ..services import Caller, do_create_chat, do_dispose_chat
+from ..services.caller import chat_of
+from ..sessions import LiveChat
+from ..sessions.records import file_path
 
 #: Files offered for an @ when nothing narrows the list.
 FILE_COMPLETIONS = 50
@@ -21,84 +22,24 @@ FILE_COMPLETIONS = 50
 FILE_SCAN_LIMIT = 20_000
 
 
-def chat_of(host: Host, uri: str) -> LiveChat:
-    chat = host.sessions.chats.get(uri)
-    if chat is None:
-        raise ProtocolError(ErrorCode.SESSION_NOT_FOUND, f"Resource not found: {uri}")
-    return chat
-
-
 async def create_chat(host: Host, conn: Connection, params: dict[str, Any]) -> None:
     session_uri = required_str(params, "createChat", "channel")
     uri = required_str(params, "createChat", "chat")
-    session = host.sessions.sessions.get(session_uri)
-    if session is None:
-        raise ProtocolError(ErrorCode.SESSION_NOT_FOUND, f"Session not found: {session_uri}")
-    if not uri.startswith("ahp-chat:"):
-        raise invalid_params(f"Chat URI must use the ahp-chat scheme: {uri}")
-    message = params.get("initialMessage")
-    if message is not None and (
-        not isinstance(message, dict)
-        or not isinstance(message.get("text"), str)
-        or (message.get("origin") or {}).get("kind") != "user"
-    ):
-        raise invalid_params("createChat: initialMessage must be the user's Message")
-    if message is not None:
-        # A first message is a message sent: it needs what any other does.
-        await host.require(conn, "chat:send")
-        message = {
-            **message,
-            "_meta": {**(message.get("_meta") or {}), "ahpd.sender": conn.principal.ref},
-        }
-    if uri == session.record.default_chat:
-        # The default chat asked for again: nothing made, or its first message as its turn.
-        chat = session.chats[uri]
-        if message is not None and chat.runner is None:
-            host.sessions.start_host_turn(chat, message)
-        return None
-    if uri in host.channels:
-        raise ProtocolError(ErrorCode.ALREADY_EXISTS, f"Chat already exists: {uri}")
-    source = params.get("source")
-    turns: list[dict[str, Any]] = []
-    origin: dict[str, Any] | None = None
-    title = params.get("title")
-    title = title.strip() if isinstance(title, str) else ""
-    if source is not None:
-        if not isinstance(source, dict) or source.get("kind") not in ("fork", "sideChat"):
-            raise invalid_params("createChat: source must be a fork or a sideChat")
-        origin_chat = session.chats.get(str(source.get("chat")))
-        if origin_chat is None:
-            raise invalid_params(
-                f"createChat: source chat is not in this session: {source.get('chat')}"
-            )
-        held = origin_chat.state().get("turns", [])
-        ids = [t["id"] for t in held]
-        if source.get("turnId") not in ids:
-            raise invalid_params(f"createChat: source turn not found: {source.get('turnId')}")
-        origin = {
-            "kind": source["kind"],
-            "chat": origin_chat.record.uri,
-            "turnId": source["turnId"],
-        }
-        if source["kind"] == "fork":
-            # A fork carries the turns through as visible history; a side chat copies nothing.
-            turns = held[: ids.index(source["turnId"]) + 1]
-            if not title:
-                source_title = origin_chat.state().get("title") or session.channel.state["title"]
-                title = f"Forked: {source_title.removeprefix('Forked: ')}"
-    chat = host.sessions.add_chat(session, uri, title=title, turns=turns, origin=origin)
-    if message is not None:
-        host.sessions.start_host_turn(chat, message)
+    do_create_chat(
+        host,
+        Caller(conn.principal, sender=conn),
+        session_uri,
+        uri,
+        title=params.get("title"),
+        source=params.get("source"),
+        message=params.get("initialMessage"),
+    )
     return None
 
 
 async def dispose_chat(host: Host, conn: Connection, params: dict[str, Any]) -> None:
     uri = required_str(params, "disposeChat", "channel")
-    chat = host.sessions.chats.get(uri)
-    # The default chat, and a chat nobody has, are answered the same with nothing removed.
-    if chat is None or uri == chat.session.record.default_chat:
-        return None
-    await host.sessions.remove_chat(chat)
+    await do_dispose_chat(host, Caller(conn.principal, sender=conn), uri)
     return None
 
 
@@ -110,7 +51,7 @@ async def fetch_turns(host: Host, conn: Connection, params: dict[str, Any]) -> d
         raise invalid_params(f"fetchTurns: a cursor this host did not issue: {params['cursor']}")
     # Nothing older than what every snapshot already carries; said on the channel all the same
     # so every client watching the chat reads the same answer.
-    host.emit(chat.channel, {"type": "chat/turnsLoaded", "turns": []})
+    chat.say({"type": "chat/turnsLoaded", "turns": []})
     return {}
 
 
@@ -159,8 +100,6 @@ def _commands(chat: LiveChat, typed: str, start: int, end: int) -> list[dict[str
 
 
 def _files(chat: LiveChat, typed: str, start: int, end: int) -> list[dict[str, Any]]:
-    from ..records import file_path
-
     items: list[dict[str, Any]] = []
     seen = 0
     for root_uri in chat.session.record.working_directories:

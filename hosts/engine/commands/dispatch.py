@@ -1,36 +1,30 @@
 """dispatchAction: the pipeline a client's action goes through before anybody sees it.
 
-Known type, and one a client may send -> a target this host knows -> the action's own checks ->
-sequenced, reduced, ringed, delivered to every watcher with the sender's origin. A refusal is an
-envelope too: the next serverSeq, a rejectionReason, and no state change.
+Known type, and one a client may send -> its rule's grant -> a target this host knows (or the
+rule's answer for one it does not) -> the action's shape -> the rule's effect. A refusal is an
+envelope too: the next serverSeq, a rejectionReason, and no state change. The rules are
+rules/; the shapes hosts/protocol/validation.py.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ...protocol.actions import action_spec
+from ...protocol.actions import ActionSpec, action_spec
 from ...protocol.errors import ProtocolError, invalid_params
+from ...protocol.shapes import Origin
 from ...protocol.uris import canonical
-from .. import grants, root_config
+from ...protocol.validation import action_problem, required_int, required_str
 from ..channel import Channel
-from ..session_actions import chat_action, session_action
-from .params import required_int, required_str
-
-if TYPE_CHECKING:
-    from ..connection import Connection
-    from ..host import Host
+from ..connection import Connection
+from ..host import Host
+from ..rules import DROP, ECHO, ActionRule, Dispatch, rule_for
+from ..services import Caller
+from ..services.caller import signed
 
 log = logging.getLogger("ahpd.engine")
-
-#: Actions VS Code's host refuses in its own words whatever they name.
-UNSUPPORTED = frozenset({"chat/workingDirectorySet", "chat/workingDirectoryRemoved"})
-#: Actions that carry a person's message, said with who sent it under _meta['ahpd.sender'].
-SIGNED = frozenset({"chat/turnStarted", "chat/pendingMessageSet"})
-#: A session's read or archive toggle naming a session nobody has is dropped without a word.
-DROPPED_FOR_UNKNOWN_SESSION = frozenset({"session/isReadChanged", "session/isArchivedChanged"})
 
 
 async def dispatch_action(host: Host, conn: Connection, params: dict[str, Any]) -> None:
@@ -41,23 +35,27 @@ async def dispatch_action(host: Host, conn: Connection, params: dict[str, Any]) 
         raise invalid_params("dispatchAction: action must be an object with a string type")
     action: dict[str, Any] = raw
     assert conn.client_id is not None
-    origin = {"clientId": conn.client_id, "clientSeq": client_seq}
+    origin: Origin = {"clientId": conn.client_id, "clientSeq": client_seq}
     action_type: str = action["type"]
-    target = host.find_channel(uri)
+    target = host.fanout.channel(uri)
 
     def refuse(reason: str) -> None:
         channel = target or Channel(canonical(uri), "unknown", None)
-        host.emit(channel, action, origin=origin, sender=conn, rejection=reason)
+        host.fanout.emit(channel, action, origin=origin, sender=conn, rejection=reason)
 
     spec = action_spec(action_type)
-    if spec is None or not spec.client_dispatchable:
+    rule = rule_for(action_type)
+    if spec is None or not spec.client_dispatchable or rule is None:
         return refuse(f"Server-only action: {action_type}")
-    if action_type in UNSUPPORTED:
-        return refuse(f"Unsupported action: {action_type}")
-    needed = grants.action_grant(action)
+    caller = Caller(conn.principal, origin, conn)
+    if rule.by_design and rule.refusal is not None:
+        return refuse(
+            rule.refusal(Dispatch(host, target or Channel(uri, "unknown", None), action, caller))
+        )
+    needed = rule.needed(action)
     if needed is not None:
         try:
-            principal = await host.principal_now(conn)
+            principal = await host.gate.principal_now(conn)
         except ProtocolError as exc:
             return refuse(exc.message)
         except Exception:
@@ -66,32 +64,26 @@ async def dispatch_action(host: Host, conn: Connection, params: dict[str, Any]) 
             return refuse("The host could not check this action's grants; try again.")
         if not principal.may(needed):
             return refuse(f"{principal.ref} may not {needed} here")
-        if action_type in SIGNED:
+        caller = Caller(principal, origin, conn)
+        if rule.signed:
             action = signed(action, principal.ref)
         # The target may have gone (or come) while the grants were read.
-        target = host.find_channel(uri)
+        target = host.fanout.channel(uri)
     if target is None:
-        return _unknown_target(host, conn, uri, action, origin, refuse)
+        return _unknown_target(host, rule, spec, uri, action, caller, refuse)
     if target.kind != spec.channel_kind:
         return refuse(f"{action_type} is not an action of {target.uri}")
-    reason = _check(host, target, action)
+    reason = action_problem(action)
     if reason is not None:
         return refuse(reason)
-    if action_type == "root/configChanged":
-        return host.change_root_config(action, origin=origin, sender=conn)
-
-    def say() -> None:
-        assert target is not None
-        host.emit(target, action, origin=origin, sender=conn)
-
-    session = host.sessions.sessions.get(target.uri)
-    chat = host.sessions.chats.get(target.uri)
-    if target.kind == "session" and session is not None:
-        reason = session_action(session, action, say)
-    elif target.kind == "chat" and chat is not None:
-        reason = chat_action(chat, action, say)
-    else:
-        reason = f"{action_type} is not supported by this host yet"
+    dispatch = Dispatch(host, target, action, caller)
+    if rule.effect is None:
+        assert rule.refusal is not None, f"{action_type} has neither an effect nor a refusal"
+        return refuse(rule.refusal(dispatch))
+    try:
+        reason = rule.effect(dispatch)
+    except ProtocolError as exc:
+        reason = exc.message
     if reason is not None:
         refuse(reason)
     return None
@@ -99,52 +91,32 @@ async def dispatch_action(host: Host, conn: Connection, params: dict[str, Any]) 
 
 def _unknown_target(
     host: Host,
-    conn: Connection,
+    rule: ActionRule,
+    spec: ActionSpec,
     uri: str,
     action: dict[str, Any],
-    origin: dict[str, Any],
+    caller: Caller,
     refuse: Callable[[str], None],
 ) -> None:
     """An action on a target nothing here knows, answered as VS Code's host answers it."""
-    action_type: str = action["type"]
-    spec = action_spec(action_type)
-    assert spec is not None
-    if spec.channel_kind == "session":
-        if action_type in DROPPED_FOR_UNKNOWN_SESSION:
-            return None
-        if action_type in ("session/activeClientSet", "session/activeClientRemoved"):
-            return refuse(f"No agent for session: {uri}")
-        return refuse(f"Session not found: {uri}")
-    if spec.channel_kind == "chat":
-        if action_type == "chat/isReadChanged":
-            return refuse("Only a known chat can change its read state.")
-        if action_type == "chat/isArchivedChanged":
-            return refuse("Only a known independently manageable non-default chat can be archived.")
+    answer = rule.unknown_target or _UNKNOWN_BY_KIND.get(
+        spec.channel_kind, "Resource not found: {uri}"
+    )
+    if answer == DROP:
+        return None
+    if answer == ECHO:
         # Said back on the channel the client named, with its origin; nothing is kept, reduced
         # or run for it.
-        host.emit(
-            Channel(uri, "chat", None), action, origin=origin, sender=conn, reduce_state=False
+        host.fanout.emit(
+            Channel(uri, spec.channel_kind, None),
+            action,
+            origin=caller.origin,
+            sender=caller.sender,
+            reduce_state=False,
         )
         return None
-    return refuse(f"Resource not found: {uri}")
+    return refuse(answer.format(uri=uri))
 
 
-def _check(host: Host, channel: Channel, action: dict[str, Any]) -> str | None:
-    """The action's own checks; why it cannot be taken, or None."""
-    if action["type"] == "root/configChanged":
-        return root_config.check_push(action.get("config"), action.get("replace"))
-    return None
-
-
-def signed(action: dict[str, Any], sender: str) -> dict[str, Any]:
-    """The action with who sent it: on the action and on its message (the two _meta a client
-    is handed); AHP's message origin carries a kind and no person."""
-    stamped = dict(action)
-    stamped["_meta"] = {**(action.get("_meta") or {}), "ahpd.sender": sender}
-    message = action.get("message")
-    if isinstance(message, dict):
-        stamped["message"] = {
-            **message,
-            "_meta": {**(message.get("_meta") or {}), "ahpd.sender": sender},
-        }
-    return stamped
+#: The answer to an unknown target, by the kind of channel the action belongs to.
+_UNKNOWN_BY_KIND = {"session": "Session not found: {uri}", "chat": ECHO}

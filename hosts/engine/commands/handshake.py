@@ -2,21 +2,23 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
 from ...protocol.errors import ErrorCode, ProtocolError, invalid_params
+from ...protocol.validation import (
+    optional_str_list,
+    required_int,
+    required_str,
+    required_str_list,
+)
 from ...protocol.versions import SUPPORTED_VERSIONS, VersionFormatError, negotiate
-from .. import grants
+from ..channel import Channel
+from ..connection import Connection
+from ..gate import readable
+from ..host import Host
 from ..principal import USERS_RESOURCE, USERS_RESOURCE_METADATA
-from .params import optional_str_list, required_int, required_str, required_str_list
-
-if TYPE_CHECKING:
-    from ..channel import Channel
-    from ..connection import Connection
-    from ..host import Host
-
 
 #: Below this a replay is never weighed against the snapshots.
 REPLAY_ALWAYS_BYTES = 64 * 1024
@@ -24,13 +26,6 @@ REPLAY_ALWAYS_BYTES = 64 * 1024
 
 def _snapshot_bytes(host: Host, channels: list[Channel]) -> int:
     return sum(len(orjson.dumps(channel.state)) for channel in channels)
-
-
-def readable(conn: Connection, channel: Channel) -> bool:
-    """Whether the connection's principal may watch the channel (a subscription it may not
-    hold is left out, as one nobody has is)."""
-    needed = grants.SUBSCRIBE.get(channel.kind)
-    return needed is None or any(conn.principal.may(n) for n in needed)
 
 
 async def authenticate(host: Host, conn: Connection, params: dict[str, Any]) -> dict[str, Any]:
@@ -46,7 +41,7 @@ async def authenticate(host: Host, conn: Connection, params: dict[str, Any]) -> 
             {"resources": [USERS_RESOURCE_METADATA]},
         )
     if token == "":
-        host.become(conn, conn.door_principal)
+        host.gate.become(conn, conn.door_principal)
         return {}
     principal = await host.directory.principal_for_token(token)
     if principal is None:
@@ -55,7 +50,7 @@ async def authenticate(host: Host, conn: Connection, params: dict[str, Any]) -> 
             "authenticate: the directory knows no such token",
             {"resources": [USERS_RESOURCE_METADATA]},
         )
-    host.become(conn, principal)
+    host.gate.become(conn, principal)
     return {}
 
 
@@ -90,18 +85,18 @@ async def initialize(host: Host, conn: Connection, params: dict[str, Any]) -> di
         and client_info.get("name") in ("vscode-editor-window", "vscode-agents-window")
         and not (isinstance(meta, dict) and meta.get("vscode.ahpChatUris"))
     )
-    host.remember_client(conn)
+    host.clients.remember(conn)
     snapshots = []
     for uri in subscriptions:
-        channel = host.find_channel(uri)
-        if channel is None or not readable(conn, channel):
+        channel = host.fanout.channel(uri)
+        if channel is None or not readable(conn.principal, channel.kind):
             continue
-        host.subscribe(conn, channel)
+        host.fanout.subscribe(conn, channel)
         snapshots.append(host.snapshot(conn, channel))
     return {
         "_meta": {"ahpd.principal": conn.principal.ref},
         "protocolVersion": conn.version_text,
-        "serverSeq": host.server_seq,
+        "serverSeq": host.fanout.server_seq,
         "snapshots": snapshots,
         "serverInfo": {"name": host.settings.server_name, "version": host.settings.server_version},
     }
@@ -117,27 +112,27 @@ async def reconnect(host: Host, conn: Connection, params: dict[str, Any]) -> dic
     if record is None:
         raise ProtocolError(ErrorCode.NOT_FOUND, f"Reconnect client not found: {client_id}")
     # Who the connection is now decides what it may resume (a revoked token, nothing).
-    await host.principal_now(conn)
+    await host.gate.principal_now(conn)
     # The connection is held to the version the client agreed at initialize.
     if not conn.ready:
         conn.client_id = client_id
         conn.version_text, conn.version = record.version_text, record.version
-        host.remember_client(conn)
+        host.clients.remember(conn)
     found, missing = [], []
     for uri in subscriptions:
-        channel = host.find_channel(uri)
-        if channel is None or not readable(conn, channel):
+        channel = host.fanout.channel(uri)
+        if channel is None or not readable(conn.principal, channel.kind):
             missing.append(uri)
         else:
             found.append(channel)
     result: dict[str, Any] | None = None
-    if host.ring.covers(last_seen, host.server_seq):
+    if host.fanout.ring.covers(last_seen, host.fanout.server_seq):
         watched = {channel.uri for channel in found}
         version = conn.version
         assert version is not None
         entries = [
             entry
-            for entry in host.ring.since(last_seen)
+            for entry in host.fanout.ring.since(last_seen)
             if (
                 entry.channel in watched
                 and entry.introduced_in is not None
@@ -161,9 +156,7 @@ async def reconnect(host: Host, conn: Connection, params: dict[str, Any]) -> dic
             "snapshots": [host.snapshot(conn, channel) for channel in found],
         }
     for channel in found:
-        host.subscribe(conn, channel)
+        host.fanout.subscribe(conn, channel)
     # A client that comes back without asking for a session it was in has left it.
-    host.sessions.left(
-        client_id, [s.channel for s in host.sessions.sessions.values() if s.channel not in found]
-    )
+    host.presence.kept_only(client_id, found)
     return result

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from ..protocol.reducers._common import (
+from ...protocol.reducers._common import (
     STATUS_IDLE,
     STATUS_IS_ARCHIVED,
     STATUS_IS_READ,

@@ -13,29 +13,38 @@ import asyncio
 import itertools
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from ..backends.base import PermissionAnswer, PermissionOption
-from .clock import now_ms
-
-if TYPE_CHECKING:
-    from .sessions import LiveChat
+from ...backends.base import PermissionAnswer, PermissionOption
+from ..clock import now_ms
 
 log = logging.getLogger("ahpd.turns")
 
 _part_numbers = itertools.count(1)
 
 
+class TurnSink(Protocol):
+    """Where a turn's actions go: its chat (sessions/live.py's LiveChat)."""
+
+    def say(self, action: dict[str, Any]) -> None: ...
+
+    def raise_input_needed(self, turn_id: str, call_id: str) -> None: ...
+
+    def settle_input_needed(self, turn_id: str, call_id: str) -> None: ...
+
+
 class TurnRunner:
     """Implements the backends' TurnEvents for one turn of one chat."""
 
-    def __init__(self, chat: LiveChat, turn_id: str, started_ms: int, window_ms: int) -> None:
+    def __init__(self, chat: TurnSink, turn_id: str, started_ms: int, window_ms: int) -> None:
         self.chat = chat
         self.turn_id = turn_id
         self.started_ms = started_ms
         self.window_ms = window_ms
         #: Set once the turn has its ending; every later report is dropped.
         self.ended = False
+        #: Set once a turn sent after it took its place: nobody can see its questions.
+        self.superseded = False
         self._kind: str | None = None  # "markdown" | "reasoning" | None: the part being filled
         self._part_id: str | None = None
         self._part_opened = False
@@ -162,7 +171,7 @@ class TurnRunner:
         tool_input: str | None,
         options: Sequence[PermissionOption] = (),
     ) -> PermissionAnswer:
-        if self.ended:
+        if self.ended or self.superseded:
             return PermissionAnswer(False)
         self.tool_call(call_id, name=title, title=title)
         if self.calls[call_id] != "streaming":
@@ -288,6 +297,12 @@ class TurnRunner:
         self._say(ending)
         self.stop()
 
+    def supersede(self) -> None:
+        """A turn sent after this one took its place in every client's state: it runs on, but
+        a question of its own could never be answered, so each is declined."""
+        self.superseded = True
+        self._decline_questions()
+
     def stop(self) -> None:
         """The turn has its ending (said here or by a client): drop whatever comes after."""
         if self._flush_handle is not None:
@@ -295,6 +310,9 @@ class TurnRunner:
             self._flush_handle = None
         self._buffer.clear()
         self.ended = True
+        self._decline_questions()
+
+    def _decline_questions(self) -> None:
         for future, _ in list(self._questions.values()):
             if not future.done():
                 future.set_result(PermissionAnswer(False))

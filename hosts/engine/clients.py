@@ -1,0 +1,52 @@
+"""The clients this host has met: what `reconnect` needs of one that introduced itself."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from ..protocol.versions import Version
+from .connection import Connection
+
+
+@dataclass(slots=True)
+class ClientRecord:
+    client_id: str
+    version_text: str
+    version: Version
+    connections: int = 0
+    gone_since: float | None = None
+
+
+class Clients:
+    def __init__(self, ttl_s: float) -> None:
+        #: A record is forgotten once its client has been gone this long.
+        self._ttl_s = ttl_s
+        self._records: dict[str, ClientRecord] = {}
+
+    def get(self, client_id: str) -> ClientRecord | None:
+        return self._records.get(client_id)
+
+    def remember(self, conn: Connection) -> None:
+        """Record (or refresh) the client a handshake introduced, and prune forgotten ones."""
+        assert conn.client_id is not None and conn.version is not None
+        assert conn.version_text is not None
+        horizon = time.monotonic() - self._ttl_s
+        for client_id, old in list(self._records.items()):
+            if old.gone_since is not None and old.gone_since < horizon:
+                del self._records[client_id]
+        record = self._records.get(conn.client_id)
+        if record is None:
+            record = ClientRecord(conn.client_id, conn.version_text, conn.version)
+            self._records[conn.client_id] = record
+        record.version_text, record.version = conn.version_text, conn.version
+        record.connections += 1
+        record.gone_since = None
+
+    def gone(self, conn: Connection) -> None:
+        """One of the client's connections closed: its record's clock starts at the last."""
+        record = self._records.get(conn.client_id or "")
+        if record is not None:
+            record.connections = max(0, record.connections - 1)
+            if record.connections == 0:
+                record.gone_since = time.monotonic()

@@ -1,0 +1,272 @@
+"""The fan-out core: channels and their held state, serverSeq, the replay ring, subscriptions,
+and every connection's bounded outbound queue. It knows no sessions.
+
+Everything here runs on one asyncio loop and nothing on the delivery path awaits: an action is
+sequenced, reduced, serialized once, ringed and queued to every watcher in one synchronous
+step, and one flusher task hands each connection's queue to its transport.
+
+What else must know when a client stops watching channels (a session's presence) listens with
+`on_left`; nothing outside this module writes a channel's subscribers or a connection's queue.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any
+
+import orjson
+
+from ..protocol import jsonrpc
+from ..protocol.actions import action_spec
+from ..protocol.reducers import reduce
+from ..protocol.shapes import ActionEnvelope, Origin
+from ..protocol.uris import canonical
+from .channel import Channel
+from .clock import now_ms
+from .connection import Connection
+from .ports import Transport
+from .replay import Entry, ReplayRing
+
+log = logging.getLogger("ahpd.engine")
+
+#: Told when a client stops watching channels: (its client id, the channels, whether it
+#: dropped rather than unsubscribed).
+LeftListener = Callable[[str, list[Channel], bool], None]
+
+_FRAME_HEAD = '{"jsonrpc":"2.0","method":"action","params":'
+
+
+class Fanout:
+    def __init__(
+        self,
+        *,
+        replay_count: int,
+        replay_bytes: Callable[[], int],
+        queue_limit: int,
+        told: Mapping[str, str],
+    ) -> None:
+        self.server_seq = 0
+        self.ring = ReplayRing(replay_count, replay_bytes)
+        #: A client this many bytes behind is dropped (0: no bound). Root config moves it.
+        self.queue_limit = queue_limit
+        #: What a connection must hold to be told an action of a type, where anything.
+        self._told = told
+        self._channels: dict[str, Channel] = {}
+        self._connections: set[Connection] = set()
+        self._left_listeners: list[LeftListener] = []
+        self._dirty: dict[Connection, None] = {}
+        self._flush_wanted = asyncio.Event()
+        self._flusher: asyncio.Task[None] | None = None
+
+    # -- life -----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self._flusher is None:
+            self._flusher = asyncio.create_task(self._flush_loop(), name="ahpd-flusher")
+
+    def stop(self) -> None:
+        if self._flusher is not None:
+            self._flusher.cancel()
+            self._flusher = None
+
+    def on_left(self, listener: LeftListener) -> None:
+        self._left_listeners.append(listener)
+
+    # -- channels -------------------------------------------------------------------------
+
+    def open(self, channel: Channel) -> Channel:
+        self._channels[channel.uri] = channel
+        return channel
+
+    def close(self, uri: str) -> None:
+        """Forget a channel; whoever watched it stops watching it."""
+        channel = self._channels.pop(uri, None)
+        if channel is not None:
+            for conn in list(channel.subscribers):
+                self.unsubscribe(conn, channel)
+
+    def channel(self, uri: str) -> Channel | None:
+        """The channel a URI names, in any of its spellings."""
+        return self._channels.get(canonical(uri))
+
+    def has(self, uri: str) -> bool:
+        return canonical(uri) in self._channels
+
+    # -- connections and subscriptions ----------------------------------------------------
+
+    def connect(self, transport: Transport, peer: str) -> Connection:
+        conn = Connection(transport, peer)
+        self._connections.add(conn)
+        return conn
+
+    def disconnect(self, conn: Connection) -> bool:
+        """Stop delivering to a connection; False when it had gone already."""
+        if conn not in self._connections:
+            return False
+        self._connections.discard(conn)
+        conn.closed = True
+        conn.outbox.clear()
+        conn.outbox_bytes = 0
+        self._dirty.pop(conn, None)
+        watched = list(conn.subscriptions.values())
+        for channel in watched:
+            channel.subscribers.pop(conn, None)
+        conn.subscriptions.clear()
+        if conn.client_id is not None and watched:
+            self._tell_left(conn.client_id, watched, dropped=True)
+        return True
+
+    def subscribe(self, conn: Connection, channel: Channel) -> None:
+        if conn.closed:
+            return  # dropped while its request was handled: nothing may hold it again
+        channel.subscribers[conn] = None
+        conn.subscriptions[channel.uri] = channel
+
+    def unsubscribe(self, conn: Connection, channel: Channel) -> None:
+        channel.subscribers.pop(conn, None)
+        conn.subscriptions.pop(channel.uri, None)
+        if conn.client_id is not None:
+            self._tell_left(conn.client_id, [channel], dropped=False)
+
+    def watching(self, client_id: str, uris: Iterable[str]) -> bool:
+        """Whether any open connection of the client watches any of the channels."""
+        for uri in uris:
+            channel = self._channels.get(uri)
+            if channel is not None and any(
+                conn.client_id == client_id for conn in channel.subscribers
+            ):
+                return True
+        return False
+
+    def connections(self) -> Iterator[Connection]:
+        return iter(tuple(self._connections))
+
+    def _tell_left(self, client_id: str, channels: list[Channel], *, dropped: bool) -> None:
+        for listener in self._left_listeners:
+            listener(client_id, channels, dropped)
+
+    # -- delivery -------------------------------------------------------------------------
+
+    def emit(
+        self,
+        channel: Channel,
+        action: dict[str, Any],
+        *,
+        origin: Origin | None = None,
+        sender: Connection | None = None,
+        rejection: str | None = None,
+        reduce_state: bool = True,
+        next_state: Any = None,
+    ) -> int:
+        """Sequence one action on a channel, apply it, and deliver the envelope to its watchers.
+
+        A refusal (`rejection`) takes a serverSeq and is ringed and delivered like any envelope,
+        but changes no state. The sender is told even when it watches no such channel.
+        `next_state` is the state the caller reduced already (to see whether it moved).
+        """
+        self.server_seq += 1
+        seq = self.server_seq
+        if next_state is not None:
+            channel.state = next_state
+        elif rejection is None and reduce_state:
+            channel.state = reduce(channel.kind, channel.state, action, now_ms=now_ms())
+        envelope: ActionEnvelope = {"channel": channel.uri, "action": action, "serverSeq": seq}
+        if origin is not None:
+            envelope["origin"] = origin
+        if rejection is not None:
+            envelope["rejectionReason"] = rejection
+        envelope_text = orjson.dumps(envelope).decode()
+        frame = _FRAME_HEAD + envelope_text + "}"
+        spec = action_spec(action["type"])
+        introduced = spec.introduced_in if spec is not None else None
+        needed = self._told.get(action["type"])
+        self.ring.append(
+            Entry(
+                seq,
+                channel.uri,
+                envelope_text,
+                len(frame),
+                introduced,
+                sender.client_id if sender is not None else None,
+                needed,
+            )
+        )
+        # A copy: a client found too far behind is dropped, and leaves the set, mid-loop.
+        for conn in tuple(channel.subscribers):
+            if conn is sender or (
+                introduced is not None
+                and conn.version is not None
+                and introduced <= conn.version
+                and (needed is None or conn.principal.may(needed))
+            ):
+                self.send(conn, frame)
+        if sender is not None and sender not in channel.subscribers:
+            self.send(sender, frame)
+        return seq
+
+    def notify(self, channel: Channel, method: str, params: dict[str, Any]) -> None:
+        """A protocol notification: to the channel's watchers now, never ringed or replayed."""
+        frame = jsonrpc.notification_frame(method, params)
+        for conn in tuple(channel.subscribers):
+            self.send(conn, frame)
+
+    def send(self, conn: Connection, text: str) -> None:
+        """Queue a frame for a client, or drop the client if it is too far behind."""
+        if conn.closed:
+            return
+        limit = self.queue_limit
+        if limit:
+            behind = conn.outbox_bytes + (conn.transport.buffered() or 0)
+            # A client that has taken everything is never behind, whatever one frame weighs.
+            if behind and behind + len(text) > limit:
+                self._drop_slow(conn, behind)
+                return
+        conn.outbox.append(text)
+        conn.outbox_bytes += len(text)
+        self._dirty[conn] = None
+        self._flush_wanted.set()
+
+    def _drop_slow(self, conn: Connection, behind: int) -> None:
+        """Close a client that stopped reading; it comes back with `reconnect`."""
+        log.warning(
+            "closing client %s (%s): %d bytes behind, past clientQueueBytes %d",
+            conn.client_id,
+            conn.peer,
+            behind,
+            self.queue_limit,
+        )
+        self.disconnect(conn)
+        # Aborted rather than closed: a close frame would wait behind everything the client
+        # has not read, and the point is to stop holding that.
+        asyncio.get_running_loop().create_task(conn.transport.abort())
+
+    async def _flush_loop(self) -> None:
+        # One task drains every connection: a transport's send does not wait for its peer, so
+        # a batch of envelopes costs one wakeup rather than one per subscriber.
+        while True:
+            await self._flush_wanted.wait()
+            self._flush_wanted.clear()
+            while self._dirty:
+                dirty, self._dirty = self._dirty, {}
+                for conn in dirty:
+                    try:
+                        await _flush(conn)
+                    except Exception:
+                        log.exception("sending to %r failed; dropping it", conn)
+                        self.disconnect(conn)
+                        # The socket goes too: a client left open would wait for answers.
+                        asyncio.get_running_loop().create_task(conn.transport.abort())
+
+
+async def _flush(conn: Connection) -> None:
+    """Hand every queued frame to the transport, in order, in one batch."""
+    while conn.outbox and not conn.closed:
+        batch = list(conn.outbox)
+        conn.outbox.clear()
+        conn.outbox_bytes = 0
+        if len(batch) == 1:
+            await conn.transport.send(batch[0])
+        else:
+            await conn.transport.send_batch(batch)

@@ -1,0 +1,72 @@
+"""The permission gate: who a connection is now, and whether it may do what it asks.
+
+Grants are read fresh for every command and dispatch (a revoked token or a changed role takes
+effect on the next one); a connection whose grants shrink stops watching what it may no longer
+read.
+"""
+
+from __future__ import annotations
+
+from ..protocol.errors import ErrorCode, ProtocolError
+from . import grants
+from .connection import Connection
+from .fanout import Fanout
+from .principal import ANONYMOUS, USERS_RESOURCE_METADATA, Directory, Principal
+
+
+def denied(principal: Principal, needed: str, why: str = "") -> ProtocolError:
+    """-32009 in the reference's words: `<who> may not <grant> here`."""
+    return ProtocolError(ErrorCode.PERMISSION_DENIED, f"{principal.ref} may not {needed} here{why}")
+
+
+def require(principal: Principal, needed: str, *alternatives: str) -> Principal:
+    """The principal, if it holds `needed` (or one of the alternatives); -32009 naming
+    `needed` otherwise."""
+    if not any(principal.may(n) for n in (needed, *alternatives)):
+        raise denied(principal, needed)
+    return principal
+
+
+def readable(principal: Principal, kind: str) -> bool:
+    """Whether a principal may watch a channel of a kind."""
+    needed = grants.SUBSCRIBE.get(kind)
+    return needed is None or any(principal.may(n) for n in needed)
+
+
+class Gate:
+    def __init__(self, directory: Directory, fanout: Fanout) -> None:
+        self.directory = directory
+        self._fanout = fanout
+
+    async def principal_now(self, conn: Connection) -> Principal:
+        """The connection's principal with its grants read again; a revoked token signs out.
+
+        The deployment's own token (and anonymity) has nothing to read again.
+        """
+        if conn.principal.token_id is None:
+            return conn.principal
+        principal = await self.directory.refresh(conn.principal)
+        if principal is None:
+            self.become(conn, ANONYMOUS)
+            conn.door_principal = conn.principal
+            raise ProtocolError(
+                ErrorCode.AUTH_REQUIRED,
+                "The token this connection signed in with is no longer valid: sign in again",
+                {"resources": [USERS_RESOURCE_METADATA]},
+            )
+        self.become(conn, principal)
+        return principal
+
+    def become(self, conn: Connection, principal: Principal) -> None:
+        """The connection is now `principal`: it stops watching what that one may not read."""
+        narrowed = not set(principal.grants) >= set(conn.principal.grants)
+        conn.principal = principal
+        if not narrowed:
+            return
+        for channel in list(conn.subscriptions.values()):
+            if not readable(principal, channel.kind):
+                self._fanout.unsubscribe(conn, channel)
+
+    async def require(self, conn: Connection, needed: str, *alternatives: str) -> Principal:
+        """The connection's principal read fresh, if it holds `needed` (or an alternative)."""
+        return require(await self.principal_now(conn), needed, *alternatives)

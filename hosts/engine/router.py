@@ -1,0 +1,83 @@
+"""The router: one frame in, one answer out. The method registry (hosts/protocol/methods.py)
+says what the protocol declares; the command table (commands/) what this host serves and
+what each needs.
+
+Whatever a frame holds, the connection stays up: a malformed frame is a JSON-RPC error, a
+declared method this host does not serve is -32601, a handler's failure -32603.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+
+from ..protocol import jsonrpc
+from ..protocol.errors import ErrorCode, ProtocolError
+from ..protocol.methods import METHODS
+from ..protocol.uris import canonical
+from .commands import COMMANDS, FRESH, Command
+from .connection import Connection
+from .host import Host
+
+log = logging.getLogger("ahpd.engine")
+
+
+class Router:
+    def __init__(self, host: Host, commands: Mapping[str, Command] = COMMANDS) -> None:
+        self.host = host
+        self._commands = commands
+
+    def serves(self, method: str) -> bool:
+        return method in self._commands
+
+    async def receive(self, conn: Connection, text: str) -> None:
+        """Take one text frame from a connection and queue its answer, if it has one."""
+        try:
+            incoming = jsonrpc.parse(text)
+        except jsonrpc.FrameError as exc:
+            self.host.fanout.send(conn, jsonrpc.error_frame(exc.request_id, exc))
+            return
+        if incoming is None:
+            return
+        answer = await self.handle(conn, incoming)
+        if answer is not None:
+            self.host.fanout.send(conn, answer)
+
+    async def handle(self, conn: Connection, incoming: jsonrpc.Incoming) -> str | None:
+        """Answer one request or notification; the answer frame, or None for none."""
+        method, params = incoming.method, incoming.params
+        try:
+            spec = METHODS.get(method)
+            command = self._commands.get(method)
+            if spec is None or command is None:
+                raise ProtocolError(ErrorCode.METHOD_NOT_FOUND, f"Method not found: {method}")
+            if not conn.ready and not spec.before_initialize:
+                raise ProtocolError(
+                    ErrorCode.INVALID_REQUEST,
+                    f"{method} before initialize: a connection starts with initialize "
+                    "(or reconnect)",
+                )
+            if spec.channel_literal is not None and spec.literal_enforced:
+                named = params.get("channel")
+                if named is not None and canonical(str(named)) != spec.channel_literal:
+                    raise ProtocolError(
+                        ErrorCode.INVALID_PARAMS,
+                        f"{method} is served on channel {spec.channel_literal}, not {named}",
+                    )
+            if command.grant == FRESH:
+                await self.host.gate.principal_now(conn)
+            elif command.grant is not None:
+                await self.host.gate.require(conn, command.grant)
+            result = await command.handler(self.host, conn, params)
+        except ProtocolError as exc:
+            # A notification has no id to answer; a failed one is still answered, with a null
+            # id, because a client told nothing cannot tell a refusal from a lost frame.
+            return jsonrpc.error_frame(incoming.id, exc)
+        except Exception:
+            log.exception("%s failed", method)
+            return jsonrpc.error_frame(
+                incoming.id, ProtocolError(ErrorCode.INTERNAL_ERROR, f"Internal error in {method}")
+            )
+        if not incoming.has_id:
+            return None
+        return jsonrpc.result_frame(incoming.id, result)

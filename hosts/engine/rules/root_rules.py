@@ -1,0 +1,31 @@
+"""The rules of the root channel's actions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import root_config
+from .rule import ActionRule, Dispatch
+
+
+def _config_grant(action: dict[str, Any]) -> str:
+    """A push of workspaceTrust alone needs trust:push; any other change config:change."""
+    config = action.get("config")
+    # A replace takes every other key away, which is a change, whatever it carries.
+    if not action.get("replace") and isinstance(config, dict) and set(config) == {"workspaceTrust"}:
+        return "trust:push"
+    return "config:change"
+
+
+def _config(d: Dispatch) -> str | None:
+    reason = root_config.check_push(d.action["config"])
+    if reason is not None:
+        return reason
+    d.host.change_root_config(d.action, origin=d.caller.origin, sender=d.caller.sender)
+    return None
+
+
+ROOT_RULES = (
+    ActionRule("root/configChanged", grant_for=_config_grant, effect=_config, said_by_host=True),
+    ActionRule("root/activeSessionsChanged", said_by_host=True),
+)

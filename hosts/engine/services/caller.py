@@ -1,0 +1,80 @@
+"""Who asks a service for something, and how what it does is said.
+
+A socket client's dispatch is said back with its origin (and told to its connection even if
+it watches no such channel); a command, a REST call or a task is said on this host's account.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ...protocol.errors import ErrorCode, ProtocolError
+from ...protocol.shapes import Origin
+from ..connection import Connection
+from ..gate import denied, require
+from ..host import Host
+from ..principal import Principal
+from ..sessions import LiveChat, LiveSession
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    principal: Principal
+    #: The dispatch's origin ({clientId, clientSeq}), where a client's action is said back.
+    origin: Origin | None = None
+    sender: Connection | None = None
+
+    def may(self, needed: str) -> None:
+        """-32009 unless the caller holds `needed`."""
+        require(self.principal, needed)
+
+    def say(self, host: Host, channel_uri: str, action: dict[str, Any]) -> None:
+        channel = host.fanout.channel(channel_uri)
+        assert channel is not None
+        host.fanout.emit(channel, action, origin=self.origin, sender=self.sender)
+
+
+def user_message(text: str, caller: Caller) -> dict[str, Any]:
+    """A plain text sent as the caller: the user's Message, signed with who sent it."""
+    return {
+        "text": text,
+        "origin": {"kind": "user"},
+        "_meta": {"ahpd.sender": caller.principal.ref},
+    }
+
+
+def signed(action: dict[str, Any], sender: str) -> dict[str, Any]:
+    """The action with who sent it: on the action and on its message (the two _meta a client
+    is handed); AHP's message origin carries a kind and no person."""
+    stamped = dict(action)
+    stamped["_meta"] = {**(action.get("_meta") or {}), "ahpd.sender": sender}
+    message = action.get("message")
+    if isinstance(message, dict):
+        stamped["message"] = {
+            **message,
+            "_meta": {**(message.get("_meta") or {}), "ahpd.sender": sender},
+        }
+    return stamped
+
+
+def session_of(host: Host, uri: str) -> LiveSession:
+    session = host.sessions.session(uri)
+    if session is None:
+        raise ProtocolError(ErrorCode.SESSION_NOT_FOUND, f"Session not found: {uri}")
+    return session
+
+
+def chat_of(host: Host, uri: str) -> LiveChat:
+    chat = host.sessions.chat(uri)
+    if chat is None:
+        raise ProtocolError(ErrorCode.SESSION_NOT_FOUND, f"Resource not found: {uri}")
+    return chat
+
+
+def owner_or_admin(caller: Caller, session: LiveSession, needed: str) -> None:
+    """Only the session's owner or an admin may do what cannot be undone (dispose it)."""
+    owner = session.record.owner
+    principal = caller.principal
+    if owner and owner != principal.ref and not principal.admin:
+        raise denied(principal, needed, f": {session.record.uri} is {owner}'s")

@@ -1,0 +1,49 @@
+"""Services by name, for callers outside the engine's loop: the REST API, Celery tasks and
+other engines. A call is run by the engine that holds its session (placement.py): here, or
+through the host's relay to the one that does.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..host import Host
+from ..principal import Principal
+from .caller import Caller
+from .sessions import Created, do_create_session, do_dispose_session
+from .turns import do_cancel_session, do_send_to_session
+
+
+@dataclass(frozen=True, slots=True)
+class Service:
+    run: Callable[..., Any]
+    #: The argument naming the session the call acts on (None: a new session).
+    routed_by: str | None
+
+
+SERVICES: dict[str, Service] = {
+    "create_session": Service(do_create_session, None),
+    "dispose_session": Service(do_dispose_session, "uri"),
+    "send_message": Service(do_send_to_session, "uri"),
+    "cancel_session": Service(do_cancel_session, "uri"),
+}
+
+
+async def perform(host: Host, name: str, principal: Principal, **args: Any) -> Any:
+    """Run the service `name` as `principal`, on the engine that holds its session, and
+    return its JSON answer once what it changed is written."""
+    service = SERVICES[name]
+    uri = args.get(service.routed_by) if service.routed_by else None
+    holder = host.placement.holder(uri) if isinstance(uri, str) else host.placement.place_new()
+    if holder is not None:
+        if host.relay is None:
+            raise RuntimeError(f"{uri or 'a new session'} is held by engine {holder}: no relay")
+        return await host.relay.call(holder, name, principal, args)
+    result = service.run(host, Caller(principal), **args)
+    if inspect.isawaitable(result):
+        result = await result
+    await host.writes.drain()
+    return result.to_json() if isinstance(result, Created) else result

@@ -1,0 +1,87 @@
+"""Making and disposing a session's chats."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...protocol.errors import ErrorCode, ProtocolError, invalid_params
+from ...protocol.validation import user_message_problem
+from ..host import Host
+from ..sessions import LiveChat, LiveSession
+from .caller import Caller, session_of
+from .turns import do_send_message
+
+
+def do_create_chat(
+    host: Host,
+    caller: Caller,
+    session_uri: str,
+    uri: str,
+    *,
+    title: Any = None,
+    source: Any = None,
+    message: Any = None,
+) -> LiveChat:
+    """A chat beside the session's default one: fresh, a fork (the turns through the one
+    named, as visible history) or a side chat; a first message starts its first turn.
+
+    The default chat asked for again makes nothing (its first message, if idle, is its turn).
+    """
+    caller.may("chat:create")
+    session = session_of(host, session_uri)
+    if not uri.startswith("ahp-chat:"):
+        raise invalid_params(f"Chat URI must use the ahp-chat scheme: {uri}")
+    if message is not None:
+        # A first message is a message sent: it needs what any other does.
+        caller.may("chat:send")
+        if (reason := user_message_problem(message, "createChat: initialMessage")) is not None:
+            raise invalid_params(reason)
+    if uri == session.record.default_chat:
+        chat = session.chats[uri]
+        if message is not None and chat.runner is None:
+            do_send_message(host, caller, chat, message, method="createChat")
+        return chat
+    if host.fanout.has(uri):
+        raise ProtocolError(ErrorCode.ALREADY_EXISTS, f"Chat already exists: {uri}")
+    title = title.strip() if isinstance(title, str) else ""
+    turns: list[dict[str, Any]] = []
+    origin: dict[str, Any] | None = None
+    if source is not None:
+        turns, origin, title = _from_source(session, source, title)
+    chat = host.sessions.add_chat(session, uri, title=title, turns=turns, origin=origin)
+    if message is not None:
+        do_send_message(host, caller, chat, message, method="createChat")
+    return chat
+
+
+def _from_source(
+    session: LiveSession, source: Any, title: str
+) -> tuple[list[dict[str, Any]], dict[str, Any], str]:
+    if not isinstance(source, dict) or source.get("kind") not in ("fork", "sideChat"):
+        raise invalid_params("createChat: source must be a fork or a sideChat")
+    origin_chat = session.chats.get(str(source.get("chat")))
+    if origin_chat is None:
+        raise invalid_params(
+            f"createChat: source chat is not in this session: {source.get('chat')}"
+        )
+    held = origin_chat.state().get("turns", [])
+    ids = [t["id"] for t in held]
+    if source.get("turnId") not in ids:
+        raise invalid_params(f"createChat: source turn not found: {source.get('turnId')}")
+    origin = {"kind": source["kind"], "chat": origin_chat.record.uri, "turnId": source["turnId"]}
+    if source["kind"] != "fork":
+        return [], origin, title  # a side chat copies nothing
+    if not title:
+        source_title = origin_chat.state().get("title") or session.channel.state["title"]
+        title = f"Forked: {source_title.removeprefix('Forked: ')}"
+    return held[: ids.index(source["turnId"]) + 1], origin, title
+
+
+async def do_dispose_chat(host: Host, caller: Caller, uri: str) -> None:
+    """Close a chat; the default chat, and a chat nobody has, are answered the same with
+    nothing removed."""
+    caller.may("chat:dispose")
+    chat = host.sessions.chat(uri)
+    if chat is None or chat.is_default:
+        return
+    await host.sessions.remove_chat(chat)

@@ -1,0 +1,32 @@
+"""A session's or a chat's read and archived bits."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..host import Host
+from ..sessions import LiveChat, LiveSession
+from .caller import Caller
+
+#: The protocol's key -> the record's attribute.
+FLAGS = {"isRead": "is_read", "isArchived": "is_archived"}
+
+
+def do_set_flag(
+    host: Host, caller: Caller, target: LiveSession | LiveChat, key: str, action: dict[str, Any]
+) -> str | None:
+    """Say the caller's session/ or chat/ isReadChanged or isArchivedChanged, and keep it.
+
+    Why it cannot be taken (a default chat is archived with its session), or None.
+    """
+    caller.may(f"{'session' if isinstance(target, LiveSession) else 'chat'}:mark")
+    if isinstance(target, LiveChat) and key == "isArchived" and target.is_default:
+        return "Only a known independently manageable non-default chat can be archived."
+    caller.say(host, target.record.uri, action)
+    setattr(target.record, FLAGS[key], bool(action[key]))
+    if isinstance(target, LiveSession):
+        host.sessions.touch(target)
+    else:
+        host.sessions.save_chat(target)
+        host.sessions.chat_row_moved(target)
+    return None

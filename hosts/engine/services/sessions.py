@@ -1,0 +1,134 @@
+"""Making and disposing sessions."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ...protocol.errors import ErrorCode, ProtocolError, invalid_params
+from ...protocol.uris import kind_of
+from ...protocol.validation import text_message_problem
+from ..host import Host
+from ..sessions import LiveSession
+from .caller import Caller, owner_or_admin, session_of, user_message
+
+
+@dataclass(frozen=True, slots=True)
+class Created:
+    session: LiveSession
+    #: The first turn's id, where a first message was sent.
+    turn_id: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        chat = self.session.record.default_chat
+        return {"uri": self.session.record.uri, "chat": chat, "turnId": self.turn_id}
+
+
+def agent_for(host: Host, provider: Any) -> str:
+    """The provider named (or the first configured); -32002 for one this host does not run."""
+    agents = host.sessions.agents
+    if provider is None:
+        if not agents:
+            raise ProtocolError(ErrorCode.PROVIDER_NOT_FOUND, "No agent is configured on this host")
+        return next(iter(agents))
+    if not isinstance(provider, str) or provider not in agents:
+        raise ProtocolError(ErrorCode.PROVIDER_NOT_FOUND, f"Provider not found: {provider}")
+    return provider
+
+
+def working_directories(directories: Any, method: str) -> list[str]:
+    """The session's folder as a file: URI list (one); the server's folder when none is named."""
+    if directories is None:
+        directories = []
+    if not isinstance(directories, list) or not all(isinstance(d, str) for d in directories):
+        raise invalid_params(f"{method}: workingDirectories must be a list of URI strings")
+    for uri in directories:
+        if not uri.startswith("file:"):
+            raise invalid_params(f"{method}: a working directory must be a file: URI: {uri}")
+    if len(directories) > 1:
+        raise invalid_params(f"{method}: the agents here work in one directory")
+    return directories or [Path.cwd().resolve().as_uri()]
+
+
+def config_values(host: Host, provider: str, config: Any, method: str) -> dict[str, Any]:
+    """The backend's defaults with the values the client chose laid over them."""
+    if config is None:
+        config = {}
+    if not isinstance(config, dict):
+        raise invalid_params(f"{method}: config must be an object")
+    schema = host.sessions.agents[provider].session_config_schema()
+    values = {
+        key: prop["default"]
+        for key, prop in schema.get("properties", {}).items()
+        if "default" in prop
+    }
+    values.update(config)
+    return values
+
+
+def do_create_session(
+    host: Host,
+    caller: Caller,
+    *,
+    uri: str | None = None,
+    provider: Any = None,
+    directories: Any = None,
+    config: Any = None,
+    active_client: Any = None,
+    message: Any = None,
+    derived_chat_uri: bool = False,
+    method: str = "createSession",
+) -> Created:
+    """A session of the caller's, at the URI the client chose (or a fresh one), with its
+    default chat; a first message (REST) starts its first turn there.
+
+    Asked again for a URI it holds with the same provider, nothing is made.
+    """
+    caller.may("session:create")
+    if message is not None:
+        caller.may("chat:send")
+    if uri is not None and (kind_of(uri) not in (None, "session") or ":" not in uri):
+        raise invalid_params(f"{method}: {uri} cannot name a session")
+    provider = agent_for(host, provider)
+    values = config_values(host, provider, config, method)
+    if active_client is not None:
+        client_id = caller.sender.client_id if caller.sender is not None else None
+        if not isinstance(active_client, dict) or active_client.get("clientId") != client_id:
+            raise invalid_params(
+                f"{method}: activeClient.clientId must be this client's id ({client_id})"
+            )
+        if not isinstance(active_client.get("tools", []), list):
+            raise invalid_params(f"{method}: activeClient.tools must be a list")
+        active_client = {"tools": [], **active_client}
+    dirs = working_directories(directories, method)
+    if message is not None and (reason := text_message_problem(message)) is not None:
+        raise invalid_params(reason)
+    uri = uri or f"ahp-session:/{uuid.uuid4()}"
+    existing = host.sessions.session(uri)
+    if existing is not None and existing.record.provider == provider:
+        return Created(existing)
+    if existing is not None or host.fanout.has(uri):
+        raise ProtocolError(ErrorCode.SESSION_ALREADY_EXISTS, f"Session already exists: {uri}")
+    session = host.sessions.create(
+        caller.principal.ref,
+        uri,
+        provider,
+        dirs,
+        values,
+        active_client,
+        derived_chat_uri=derived_chat_uri,
+    )
+    if message is None:
+        return Created(session)
+    chat = session.chats[session.record.default_chat]
+    return Created(session, host.turns.begin_message(chat, user_message(message, caller)))
+
+
+async def do_dispose_session(host: Host, caller: Caller, uri: str) -> None:
+    """Dispose a session and every chat it holds; only its owner or an admin may."""
+    caller.may("session:dispose")
+    session = session_of(host, uri)
+    owner_or_admin(caller, session, "session:dispose")
+    await host.sessions.dispose(session)

@@ -1,0 +1,79 @@
+"""Sending messages and stopping turns."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...protocol.errors import ErrorCode, ProtocolError, invalid_params
+from ...protocol.validation import text_message_problem, user_message_problem
+from ..host import Host
+from ..sessions import LiveChat
+from .caller import Caller, session_of, signed, user_message
+
+
+def do_start_turn(host: Host, caller: Caller, chat: LiveChat, action: dict[str, Any]) -> str:
+    """A client's chat/turnStarted, said back as it sent it (signed), and run.
+
+    A turn sent while another runs is taken: it replaces the running one in every client's
+    state and runs once the work in front of it is done.
+    """
+    caller.may("chat:send")
+    return host.turns.begin(
+        chat, signed(action, caller.principal.ref), origin=caller.origin, sender=caller.sender
+    )
+
+
+def do_send_message(
+    host: Host, caller: Caller, chat: LiveChat, message: Any, *, method: str
+) -> str:
+    """A message the caller sends to a chat starts a turn there (a Message, or a plain text
+    from the REST API); its turn's id."""
+    caller.may("chat:send")
+    if isinstance(message, str):
+        if (reason := text_message_problem(message)) is not None:
+            raise invalid_params(reason)
+        message = user_message(message, caller)
+    else:
+        if (reason := user_message_problem(message, method)) is not None:
+            raise invalid_params(reason)
+        message = {
+            **message,
+            "_meta": {**(message.get("_meta") or {}), "ahpd.sender": caller.principal.ref},
+        }
+    return host.turns.begin_message(chat, message)
+
+
+def do_send_to_session(
+    host: Host, caller: Caller, uri: str, message: Any, chat_uri: Any = None
+) -> dict[str, Any]:
+    """A message to a session's chat (its default one unless named)."""
+    caller.may("chat:send")
+    session = session_of(host, uri)
+    chat = session.chats.get(chat_uri or session.record.default_chat)
+    if chat is None:
+        raise ProtocolError(ErrorCode.NOT_FOUND, f"No chat {chat_uri} in {uri}")
+    turn_id = do_send_message(host, caller, chat, message, method="messages")
+    return {"chat": chat.record.uri, "turnId": turn_id}
+
+
+def do_cancel_turn(host: Host, caller: Caller, chat: LiveChat, *, said: bool = False) -> str | None:
+    """Stop the chat's running turn for every client at once; its id, or None if none ran.
+
+    `said`: the caller's own chat/turnCancelled has been said already.
+    """
+    caller.may("chat:cancel")
+    return host.turns.stop(chat, said=said)
+
+
+def do_cancel_session(host: Host, caller: Caller, uri: str) -> dict[str, Any]:
+    """Stop every turn running in a session."""
+    caller.may("chat:cancel")
+    session = session_of(host, uri)
+    stopped = [
+        turn_id
+        for chat in list(session.chats.values())
+        if (turn_id := do_cancel_turn(host, caller, chat)) is not None
+    ]
+    if not stopped:
+        raise ProtocolError(ErrorCode.INVALID_PARAMS, f"No turn is running in {uri}")
+    return {"cancelled": stopped}

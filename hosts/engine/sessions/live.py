@@ -1,0 +1,127 @@
+"""A session and its chats as this host holds them while it runs: record, channel, backend.
+
+Held state moves only by the protocol's reducers over the actions said through the fan-out;
+a record is what the store keeps, written behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...backends.base import AgentChat
+from ..channel import Channel
+from ..fanout import Fanout
+from .records import ChatRecord, SessionRecord
+from .runner import TurnRunner
+
+INTERRUPTED = "The agent was interrupted before this request finished."
+
+
+@dataclass(eq=False)
+class LiveSession:
+    record: SessionRecord
+    channel: Channel
+    fanout: Fanout
+    chats: dict[str, LiveChat] = field(default_factory=dict)
+
+    @property
+    def uri(self) -> str:
+        return self.record.uri
+
+    @property
+    def running(self) -> bool:
+        return any(chat.busy for chat in self.chats.values())
+
+    def say(self, action: dict[str, Any]) -> None:
+        """An action on the session's channel, on this host's own account."""
+        self.fanout.emit(self.channel, action)
+
+
+@dataclass(eq=False)
+class LiveChat:
+    record: ChatRecord
+    channel: Channel
+    session: LiveSession
+    agent_chat: AgentChat | None = None
+    #: The turn the chat holds as its active one (a stopped one, letting go, still ended).
+    runner: TurnRunner | None = None
+    #: The work the next turn waits for: the task of the turn said before it.
+    task: asyncio.Task[None] | None = None
+    #: Turns said while another ran, each replaced in the state by the next: they run in
+    #: order and a stop of the newest drops them all (the seed's chat/turnStarted row).
+    replaced: list[TurnRunner] = field(default_factory=list)
+    opening: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    @property
+    def uri(self) -> str:
+        return self.record.uri
+
+    @property
+    def is_default(self) -> bool:
+        return self.record.uri == self.session.record.default_chat
+
+    @property
+    def busy(self) -> bool:
+        """A turn runs (a stopped one, whose backend is still letting go, does not count)."""
+        return self.runner is not None and not self.runner.ended
+
+    def say(self, action: dict[str, Any]) -> None:
+        """An action on the chat's channel, on this host's own account."""
+        self.session.fanout.emit(self.channel, action)
+
+    def state(self) -> dict[str, Any]:
+        state: dict[str, Any] = self.channel.state
+        return state
+
+    def tool_call_state(self, turn_id: str, call_id: str) -> dict[str, Any] | None:
+        active = self.state().get("activeTurn")
+        if not active or active.get("id") != turn_id:
+            return None
+        for part in active.get("responseParts", []):
+            if part.get("kind") == "toolCall" and part["toolCall"].get("toolCallId") == call_id:
+                call: dict[str, Any] = part["toolCall"]
+                return call
+        return None
+
+    def raise_input_needed(self, turn_id: str, call_id: str) -> None:
+        """Mirror a question a person must answer to the session's inputNeeded."""
+        call = self.tool_call_state(turn_id, call_id)
+        if call is None:
+            return
+        self.session.say(
+            {
+                "type": "session/inputNeededSet",
+                "request": {
+                    "kind": "toolConfirmation",
+                    "id": input_needed_id(self.record.uri, turn_id, call_id),
+                    "chat": self.record.uri,
+                    "turnId": turn_id,
+                    "toolCall": call,
+                },
+            }
+        )
+
+    def settle_input_needed(self, turn_id: str, call_id: str) -> None:
+        request_id = input_needed_id(self.record.uri, turn_id, call_id)
+        if any(
+            r.get("id") == request_id for r in self.session.channel.state.get("inputNeeded", [])
+        ):
+            self.session.say({"type": "session/inputNeededRemoved", "id": request_id})
+
+
+def input_needed_id(chat: str, turn_id: str, call_id: str) -> str:
+    return f"toolConfirmation:{chat}:{turn_id}:{call_id}"
+
+
+def interrupted(turn: dict[str, Any]) -> dict[str, Any]:
+    """A turn the last process left running, read back ended in error."""
+    ended = dict(turn)
+    ended["state"] = "error"
+    ended["responseParts"] = [
+        *turn.get("responseParts", []),
+        {"kind": "error", "error": {"errorType": "executionInterrupted", "message": INTERRUPTED}},
+    ]
+    ended.setdefault("duration", 0)
+    return ended

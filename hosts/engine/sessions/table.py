@@ -1,0 +1,366 @@
+"""Every session this host holds, by URI, and every chat, by URI: opened, made, announced,
+listed, touched, disposed, and kept (written behind to the store).
+
+Held state moves only by the protocol's reducers over the actions said through the fan-out;
+a record is what the store keeps. Turns are run by `turns.Turns`, presence by
+`presence.Presence`; both use this table and nothing here knows them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from ...backends.base import Agent
+from ...protocol.reducers._common import (
+    STATUS_IDLE,
+    STATUS_IN_PROGRESS,
+    STATUS_IS_ARCHIVED,
+    STATUS_IS_READ,
+)
+from ...protocol.shapes import SessionSummary
+from ...protocol.uris import ROOT_URI
+from ..channel import Channel
+from ..clock import now_ms
+from ..fanout import Fanout
+from ..ports import Store
+from ..writebehind import WriteBehind
+from .catalogue import Catalogue, Key
+from .live import LiveChat, LiveSession, interrupted
+from .records import (
+    ChatRecord,
+    SessionRecord,
+    chat_record_from_json,
+    chat_state,
+    chat_summary,
+    derived_default_chat_uri,
+    iso,
+    opaque_chat_uri,
+    status_bits,
+)
+
+log = logging.getLogger("ahpd.sessions")
+
+EMPTY_CONFIG_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
+
+
+class Sessions:
+    def __init__(
+        self, fanout: Fanout, writes: WriteBehind, store: Store, agents: Mapping[str, Agent]
+    ) -> None:
+        self.fanout = fanout
+        self.writes = writes
+        self.store = store
+        self.agents = dict(agents)
+        self.sessions: dict[str, LiveSession] = {}
+        self.chats: dict[str, LiveChat] = {}
+        self.catalogue = Catalogue()
+
+    # -- lookups --------------------------------------------------------------------------
+
+    def session(self, uri: str) -> LiveSession | None:
+        return self.sessions.get(uri)
+
+    def chat(self, uri: str) -> LiveChat | None:
+        return self.chats.get(uri)
+
+    def holds(self, session: LiveSession) -> bool:
+        """Whether the session is still this table's (not disposed meanwhile)."""
+        return self.sessions.get(session.record.uri) is session
+
+    # -- start and shapes -----------------------------------------------------------------
+
+    async def restore(self) -> None:
+        """Open every session the store keeps; a turn the last process left running is ended."""
+        for data in await self.store.load_sessions():
+            record = SessionRecord.from_json(data["session"])
+            chats = [chat_record_from_json(c) for c in data["chats"]]
+            for chat in chats:
+                if chat.turns and chat.turns[-1].get("state") == "running":
+                    chat.turns[-1] = interrupted(chat.turns[-1])
+                    self.save_turn(chat.uri, len(chat.turns) - 1, chat.turns[-1])
+            self._open(record, chats)
+
+    def _open(self, record: SessionRecord, chats: list[ChatRecord]) -> LiveSession:
+        agent = self.agents.get(record.provider)
+        state: dict[str, Any] = {
+            "provider": record.provider,
+            "title": record.title,
+            "status": status_bits(1, is_read=record.is_read, is_archived=record.is_archived),
+            "lifecycle": "ready" if record.announced else "creating",
+            "activeClients": [],
+            "chats": [chat_summary(c, _chat_modified(c, record)) for c in chats],
+            "defaultChat": record.default_chat,
+            "workingDirectories": list(record.working_directories),
+            **({"_meta": {"ahpd.owner": record.owner}} if record.owner else {}),
+            "config": {
+                "schema": agent.session_config_schema() if agent else EMPTY_CONFIG_SCHEMA,
+                "values": dict(record.config),
+            },
+        }
+        session = LiveSession(
+            record, self.fanout.open(Channel(record.uri, "session", state)), self.fanout
+        )
+        self.sessions[record.uri] = session
+        for chat in chats:
+            channel = Channel(chat.uri, "chat", chat_state(chat, _chat_modified(chat, record)))
+            self._hold(LiveChat(chat, self.fanout.open(channel), session))
+        if record.announced:
+            self.catalogue.put(record.uri, record.modified_ms)
+        return session
+
+    def _hold(self, chat: LiveChat) -> None:
+        chat.session.chats[chat.record.uri] = chat
+        self.chats[chat.record.uri] = chat
+
+    def summary(self, session: LiveSession) -> SessionSummary:
+        """The session's row, as listSessions and root notifications carry it."""
+        record = session.record
+        state = session.channel.state
+        summary: SessionSummary = {
+            "resource": record.uri,
+            "provider": record.provider,
+            "title": state["title"],
+            "status": self._summary_status(session),
+            "createdAt": iso(record.created_ms),
+            "modifiedAt": iso(record.modified_ms),
+            "workingDirectories": list(record.working_directories),
+            "chats": [
+                {"resource": c["resource"], "title": c["title"], "status": c["status"]}
+                for c in state["chats"]
+            ],
+            "defaultChat": record.default_chat,
+        }
+        if record.owner:
+            summary["_meta"] = {"ahpd.owner": record.owner}
+        return summary
+
+    def _summary_status(self, session: LiveSession) -> int:
+        activity = STATUS_IN_PROGRESS if session.running else STATUS_IDLE
+        flags = int(session.channel.state["status"]) & (STATUS_IS_READ | STATUS_IS_ARCHIVED)
+        return activity | flags
+
+    def listing(
+        self, after: Key | None = None, limit: int | None = None
+    ) -> tuple[list[SessionSummary], Key | None]:
+        """A page of announced sessions' rows, newest first, and the key to go on from."""
+        uris, more = self.catalogue.page(after, limit)
+        return [self.summary(self.sessions[uri]) for uri in uris], more
+
+    # -- making and ending ----------------------------------------------------------------
+
+    def create(
+        self,
+        owner: str,
+        uri: str,
+        provider: str,
+        working_directories: list[str],
+        config: dict[str, Any],
+        active_client: dict[str, Any] | None,
+        *,
+        derived_chat_uri: bool = False,
+    ) -> LiveSession:
+        """A fresh session and its default chat (a derived chat URI for an older VS Code)."""
+        created = now_ms()
+        chat_uri = derived_default_chat_uri(uri) if derived_chat_uri else opaque_chat_uri()
+        record = SessionRecord(
+            uri=uri,
+            provider=provider,
+            created_ms=created,
+            modified_ms=created,
+            default_chat=chat_uri,
+            working_directories=working_directories,
+            config=config,
+            chats=[chat_uri],
+            owner=owner,
+        )
+        session = self._open(record, [ChatRecord(chat_uri, uri, created)])
+        if active_client is not None:
+            session.say({"type": "session/activeClientSet", "activeClient": active_client})
+        self.save_session(session)
+        self.save_chat(session.chats[chat_uri])
+        return session
+
+    def add_chat(
+        self,
+        session: LiveSession,
+        uri: str,
+        *,
+        title: str,
+        turns: list[dict[str, Any]],
+        origin: dict[str, Any] | None,
+    ) -> LiveChat:
+        """A chat beside the default one: said with session/chatAdded, kept, opened read."""
+        record = ChatRecord(uri, session.record.uri, now_ms(), title=title, is_read=True)
+        record.turns = list(turns)
+        state = chat_state(record, record.created_ms)
+        summary = chat_summary(record, record.created_ms)
+        if origin is not None:
+            state["origin"] = summary["origin"] = origin
+        chat = LiveChat(record, self.fanout.open(Channel(uri, "chat", state)), session)
+        self._hold(chat)
+        session.say({"type": "session/chatAdded", "summary": summary})
+        session.record.chats.append(uri)
+        self.save_session(session)
+        self.save_chat(chat)
+        for position, turn in enumerate(record.turns):
+            self.save_turn(uri, position, turn)
+        return chat
+
+    async def remove_chat(self, chat: LiveChat) -> None:
+        """Close a chat that is not its session's default: said with session/chatRemoved."""
+        session = chat.session
+        if self.chats.get(chat.record.uri) is not chat:
+            return  # removed already
+        self.chats.pop(chat.record.uri, None)
+        session.chats.pop(chat.record.uri, None)
+        await close_chat(chat, cancel=True)
+        self.fanout.close(chat.record.uri)
+        session.say({"type": "session/chatRemoved", "chat": chat.record.uri})
+        session.record.chats.remove(chat.record.uri)
+        self.save_session(session)
+        uri = chat.record.uri
+        self.writes.later(f"chat:{uri}", lambda: self.store.delete_chat(uri))
+        self.update_active_count()
+
+    def announce(self, session: LiveSession, *, failure: str | None = None) -> None:
+        """A fresh session's first message, handed to its backend, makes it real: announced,
+        listed, ready. One whose backend could not be had is said failed, then announced; a
+        message sent again tries again."""
+        if failure is not None and session.channel.state["lifecycle"] == "creating":
+            session.say(
+                {
+                    "type": "session/creationFailed",
+                    "error": {"errorType": "backendUnavailable", "message": failure},
+                }
+            )
+        elif failure is None and session.channel.state["lifecycle"] != "ready":
+            session.say({"type": "session/ready"})
+        if session.record.announced or not self.holds(session):
+            return
+        session.record.announced = True
+        self.catalogue.put(session.record.uri, session.record.modified_ms)
+        self.save_session(session)
+        self._notify_root("root/sessionAdded", {"summary": self.summary(session)})
+
+    async def dispose(self, session: LiveSession) -> None:
+        if not self.holds(session):
+            return  # disposed already (two callers raced)
+        # Out of the tables before anything awaits, so nothing said meanwhile keeps it.
+        del self.sessions[session.record.uri]
+        self.catalogue.drop(session.record.uri)
+        for chat in session.chats.values():
+            self.chats.pop(chat.record.uri, None)
+        for chat in list(session.chats.values()):
+            await close_chat(chat, cancel=True)
+            self.fanout.close(chat.record.uri)
+        self.fanout.close(session.record.uri)
+        if session.record.announced:
+            self._notify_root("root/sessionRemoved", {"session": session.record.uri})
+        self.update_active_count()
+        uri = session.record.uri
+        self.writes.later(f"session:{uri}", lambda: self.store.delete_session(uri))
+
+    async def shutdown(self) -> None:
+        """Stop the turns still running (each ends, and is written, as a stop) and let every
+        backend go."""
+        tasks = [chat.task for chat in self.chats.values() if chat.task is not None]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for chat in list(self.chats.values()):
+            await close_chat(chat, cancel=False)
+
+    # -- what moves -----------------------------------------------------------------------
+
+    def touch(self, session: LiveSession) -> None:
+        """The session changed: its modified time, its place in the catalogue, its row."""
+        if not self.holds(session):
+            return  # disposed: a late turn end keeps nothing
+        session.record.modified_ms = now_ms()
+        self.save_session(session)
+        if session.record.announced:
+            self.catalogue.put(session.record.uri, session.record.modified_ms)
+            summary = self.summary(session)
+            changes = {k: summary[k] for k in ("title", "status", "modifiedAt", "chats")}
+            self._notify_root(
+                "root/sessionSummaryChanged", {"session": session.record.uri, "changes": changes}
+            )
+
+    def chat_row_moved(self, chat: LiveChat) -> None:
+        """Mirror a chat's row into its session's catalogue where it moved."""
+        state = chat.state()
+        row = next(
+            (c for c in chat.session.channel.state["chats"] if c["resource"] == chat.record.uri),
+            None,
+        )
+        if row is None:
+            return
+        changes = {
+            key: state[key]
+            for key in ("title", "status", "modifiedAt")
+            if key in state and row.get(key) != state[key]
+        }
+        if changes:
+            chat.session.say(
+                {"type": "session/chatUpdated", "chat": chat.record.uri, "changes": changes}
+            )
+
+    def update_active_count(self) -> None:
+        count = sum(1 for s in self.sessions.values() if s.running)
+        root = self._root()
+        if root.state.get("activeSessions") != count:
+            self.fanout.emit(root, {"type": "root/activeSessionsChanged", "activeSessions": count})
+
+    def _root(self) -> Channel:
+        root = self.fanout.channel(ROOT_URI)
+        assert root is not None, "the root channel opens before any session"
+        return root
+
+    def _notify_root(self, method: str, params: dict[str, Any]) -> None:
+        self.fanout.notify(self._root(), method, {"channel": ROOT_URI, **params})
+
+    # -- kept -----------------------------------------------------------------------------
+
+    def save_session(self, session: LiveSession) -> None:
+        data = session.record.to_json()
+        self.writes.later(f"session:{session.record.uri}", lambda: self.store.save_session(data))
+
+    def save_chat(self, chat: LiveChat) -> None:
+        data = chat.record.to_json()
+        self.writes.later(f"chat:{chat.record.uri}", lambda: self.store.save_chat(data))
+
+    def save_turn(self, chat: str, position: int, turn: dict[str, Any]) -> None:
+        """Write one turn of a chat, behind; a later write of the same turn replaces it."""
+
+        async def write() -> None:
+            await self.store.save_turn(chat, position, turn)
+
+        self.writes.later(f"turn:{chat}:{turn['id']}", write)
+
+
+def _chat_modified(chat: ChatRecord, session: SessionRecord) -> int:
+    return session.modified_ms if chat.turns else chat.created_ms
+
+
+async def close_chat(chat: LiveChat, *, cancel: bool) -> None:
+    """Let a chat's backend go; with `cancel`, its running turn ends as a stop first."""
+    if cancel:
+        # A turn another replaced is in no client's state: it stops without a word.
+        for replaced in chat.replaced:
+            replaced.stop()
+        chat.replaced.clear()
+        if chat.runner is not None:
+            chat.runner.end("cancelled")
+    if chat.agent_chat is not None:
+        agent_chat, chat.agent_chat = chat.agent_chat, None
+        try:
+            if cancel:
+                await agent_chat.cancel()
+            await agent_chat.close()
+        except Exception:
+            log.exception("closing the backend of %s failed", chat.record.uri)
+    if chat.task is not None and cancel:
+        chat.task.cancel()

@@ -1,0 +1,319 @@
+"""The turns of a session's chats: begun, run by the chat's backend, ended, and followed.
+
+One sequence begins every turn, whoever asked (a client's chat/turnStarted, a REST message, a
+new chat's first message, a queued or steering message taken up): the start is said, the
+chat's row moves, and the backend runs it once the work in front of it is done. A turn sent
+while another runs takes its place in every client's state (the protocol's reducer replaces
+the active turn); the one replaced runs on, in no history, and a stop drops them all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ...backends.base import AgentChat, BackendError, ChatContext, TurnRequest
+from ...protocol.shapes import Origin
+from ..clock import now_ms
+from .live import LiveChat
+from .records import file_path, iso
+from .runner import TurnRunner
+from .table import Sessions
+
+log = logging.getLogger("ahpd.sessions")
+
+
+class Turns:
+    def __init__(self, sessions: Sessions, *, delta_window_ms: int, state_dir: Path | None):
+        self._sessions = sessions
+        self._window_ms = delta_window_ms
+        self._state_dir = state_dir
+
+    # -- beginning ------------------------------------------------------------------------
+
+    def begin(
+        self,
+        chat: LiveChat,
+        action: dict[str, Any],
+        *,
+        origin: Origin | None = None,
+        sender: Any = None,
+    ) -> str:
+        """Say a chat/turnStarted (a client's, with its origin, or this host's) and run it.
+
+        The action is checked already. Its id.
+        """
+        chat.session.fanout.emit(chat.channel, action, origin=origin, sender=sender)
+        self._sessions.chat_row_moved(chat)
+        self._start(chat, action)
+        return str(action["turnId"])
+
+    def begin_message(
+        self, chat: LiveChat, message: dict[str, Any], *, queued_id: str | None = None
+    ) -> str:
+        """A turn this host starts for a message (REST, a new chat's first, one taken up)."""
+        action: dict[str, Any] = {
+            "type": "chat/turnStarted",
+            "turnId": str(uuid.uuid4()),
+            "startedAt": iso(now_ms()),
+            "message": message,
+        }
+        if queued_id is not None:
+            action["queuedMessageId"] = queued_id
+        sender = (message.get("_meta") or {}).get("ahpd.sender")
+        if sender:
+            # Who sent the message it runs, on the action too, as a client's start carries it.
+            action["_meta"] = {"ahpd.sender": sender}
+        return self.begin(chat, action)
+
+    def _start(self, chat: LiveChat, action: dict[str, Any]) -> None:
+        session = chat.session
+        turn_id: str = action["turnId"]
+        started = now_ms()
+        if chat.busy:
+            assert chat.runner is not None
+            chat.runner.supersede()
+            chat.replaced.append(chat.runner)
+        runner = TurnRunner(chat, turn_id, started, self._window_ms)
+        chat.runner = runner
+        text = str(action.get("message", {}).get("text", ""))
+        if not session.channel.state["title"] and text.strip():
+            # An untitled row is one nobody can find again: name it after its first message.
+            title = " ".join(text.split())[:80]
+            session.say({"type": "session/titleChanged", "title": title})
+            session.record.title = title
+        self._sessions.touch(session)
+        self._sessions.update_active_count()
+        # Where the turn will stand: after every turn the chat holds, a stopped one still
+        # letting go of its backend included.
+        position = len(chat.state().get("turns", []))
+        running: dict[str, Any] = {
+            "id": turn_id,
+            "startedAt": action.get("startedAt") or iso(started),
+            "message": action.get("message"),
+            "responseParts": [],
+            "state": "running",
+        }
+        self._sessions.save_turn(chat.record.uri, position, running)
+        previous = chat.task
+        chat.task = asyncio.get_running_loop().create_task(
+            self._run(chat, runner, TurnRequest(turn_id, text, _model(action)), previous)
+        )
+
+    async def _run(
+        self,
+        chat: LiveChat,
+        runner: TurnRunner,
+        request: TurnRequest,
+        previous: asyncio.Task[None] | None,
+    ) -> None:
+        completed = False
+        try:
+            if previous is not None and not previous.done():
+                # A turn said while other work runs in the chat runs once that is done.
+                await asyncio.wait([previous])
+            if runner.ended:
+                return
+            try:
+                agent_chat = await self._agent_chat(chat)
+            except Exception as exc:
+                message = str(exc) if isinstance(exc, BackendError) else f"The agent failed: {exc}"
+                if not isinstance(exc, BackendError):
+                    log.exception("opening the agent of %s failed", chat.record.uri)
+                runner.end("error", message)
+                self._sessions.announce(chat.session, failure=message)
+                return
+            self._sessions.announce(chat.session)
+            end = await agent_chat.run_turn(request, runner)
+            completed = end.state == "complete" and not runner.ended
+            runner.end(end.state, end.message)
+        except BackendError as exc:
+            runner.end("error", str(exc))
+        except asyncio.CancelledError:
+            runner.end("cancelled")
+            raise
+        except Exception as exc:
+            log.exception("turn %s of %s failed", request.turn_id, chat.record.uri)
+            runner.end("error", f"The agent failed: {exc}")
+        finally:
+            self._finish(chat, runner, take_queued=completed)
+
+    async def _agent_chat(self, chat: LiveChat) -> AgentChat:
+        async with chat.opening:
+            if chat.agent_chat is not None:
+                return chat.agent_chat
+            record = chat.session.record
+            agent = self._sessions.agents.get(record.provider)
+            if agent is None:
+                raise BackendError(f"No agent is configured for provider {record.provider!r}")
+            history = [
+                {"user": t["message"].get("text", ""), "assistant": _assistant_text(t)}
+                for t in chat.record.turns
+                if t.get("state") == "complete"
+            ]
+            state_dir = None
+            if self._state_dir is not None:
+                state_dir = self._state_dir / "agents" / record.provider
+            context = ChatContext(
+                chat=chat.record.uri,
+                working_directories=[file_path(u) for u in record.working_directories]
+                or [Path.cwd()],
+                backend_id=chat.record.backend_id,
+                history=history,
+                config=dict(chat.session.channel.state["config"]["values"]),
+                state_dir=state_dir,
+            )
+            chat.agent_chat = await agent.open_chat(context)
+            if chat.agent_chat.backend_id != chat.record.backend_id:
+                chat.record.backend_id = chat.agent_chat.backend_id
+                self._sessions.save_chat(chat)
+            return chat.agent_chat
+
+    def _finish(self, chat: LiveChat, runner: TurnRunner, *, take_queued: bool) -> None:
+        if runner in chat.replaced:
+            # Replaced while it ran: in no client's state and no history; nothing to keep.
+            chat.replaced.remove(runner)
+            return
+        if chat.runner is runner:
+            chat.runner = None
+            chat.task = None
+        if self._sessions.chat(chat.record.uri) is not chat:
+            return  # disposed meanwhile: nothing of it is kept or said any more
+        turns = chat.state().get("turns", [])
+        chat.record.turns = list(turns)
+        finished = next((t for t in reversed(turns) if t.get("id") == runner.turn_id), None)
+        if finished is not None:
+            self._sessions.save_turn(chat.record.uri, turns.index(finished), finished)
+        self._mark_unread(chat)
+        self._sessions.touch(chat.session)
+        self._sessions.update_active_count()
+        self._sessions.chat_row_moved(chat)
+        # A stopped or failed turn leaves the queue waiting for the client's next move.
+        if take_queued:
+            self.take_queued(chat)
+
+    def _mark_unread(self, chat: LiveChat) -> None:
+        """A turn's end is something new to read: the chat says unread, and a read session too."""
+        chat.say({"type": "chat/isReadChanged", "isRead": False})
+        if chat.record.is_read:
+            chat.record.is_read = False
+            self._sessions.save_chat(chat)
+        session = chat.session
+        if session.record.is_read and self._sessions.holds(session):
+            session.say({"type": "session/isReadChanged", "isRead": False})
+            session.record.is_read = False
+
+    # -- stopping and rewinding -----------------------------------------------------------
+
+    def stop(self, chat: LiveChat, *, said: bool) -> str | None:
+        """Stop the chat's running turn for every client at once, then its backend.
+
+        `said` when a client's chat/turnCancelled was said already; otherwise this host says
+        one. The turns it replaced and pending steering go with it and start nothing behind
+        it. The stopped turn's id, or None when none ran.
+        """
+        runner = chat.runner
+        if runner is None or runner.ended:
+            return None
+        if not said:
+            chat.say(
+                {
+                    "type": "chat/turnCancelled",
+                    "turnId": runner.turn_id,
+                    "duration": runner.duration(),
+                }
+            )
+        runner.stop()
+        for replaced in chat.replaced:
+            replaced.stop()
+        self.drop_steering(chat)
+        self._sessions.chat_row_moved(chat)
+        self._sessions.update_active_count()
+        agent_chat = chat.agent_chat
+        if agent_chat is not None:
+            asyncio.get_running_loop().create_task(_cancel(chat.record.uri, agent_chat))
+        return runner.turn_id
+
+    def rewind(self, chat: LiveChat) -> None:
+        """After a truncation: keep what the chat holds, and start its backend again on it.
+
+        A backend that keeps a conversation of its own (an ACP agent) cannot be cut; it is let
+        go, and the next turn opens a new conversation handed the turns kept as its history.
+        """
+        kept = list(chat.state().get("turns", []))
+        chat.record.turns = kept
+        chat.record.backend_id = None
+        self._sessions.save_chat(chat)
+        uri = chat.record.uri
+        store = self._sessions.store
+
+        async def write() -> None:
+            await store.truncate_turns(uri, len(kept))
+
+        self._sessions.writes.later(f"truncate:{uri}", write)
+        agent_chat, chat.agent_chat = chat.agent_chat, None
+        if agent_chat is not None:
+            asyncio.get_running_loop().create_task(agent_chat.close())
+
+    # -- pending messages -----------------------------------------------------------------
+
+    def steer(self, chat: LiveChat) -> None:
+        """Hand the chat's steering message to the running turn, or run it as a turn of its own.
+
+        A backend that cannot take steering into a running turn has it run next, as a turn of
+        its own, once the running one completes.
+        """
+        held = chat.state().get("steeringMessage")
+        if not held:
+            return
+        if not chat.busy:
+            self._take(chat, "steering", held)
+            return
+        steer = getattr(chat.agent_chat, "steer", None)
+        if steer is not None and steer(str(held["message"].get("text", ""))):
+            chat.say({"type": "chat/pendingMessageRemoved", "kind": "steering", "id": held["id"]})
+
+    def drop_steering(self, chat: LiveChat) -> None:
+        held = chat.state().get("steeringMessage")
+        if held:
+            chat.say({"type": "chat/pendingMessageRemoved", "kind": "steering", "id": held["id"]})
+
+    def take_queued(self, chat: LiveChat) -> None:
+        """Steering left over, then the head of the queue, starts a turn when none runs."""
+        if chat.busy or not self._sessions.holds(chat.session):
+            return
+        held = chat.state().get("steeringMessage")
+        if held:
+            self._take(chat, "steering", held)
+            return
+        queued = chat.state().get("queuedMessages") or []
+        if queued:
+            self._take(chat, "queued", queued[0])
+
+    def _take(self, chat: LiveChat, kind: str, head: dict[str, Any]) -> None:
+        chat.say({"type": "chat/pendingMessageRemoved", "kind": kind, "id": head["id"]})
+        self.begin_message(chat, head["message"], queued_id=head["id"])
+
+
+async def _cancel(chat: str, agent_chat: AgentChat) -> None:
+    try:
+        await agent_chat.cancel()
+    except Exception:
+        log.exception("cancelling the backend of %s failed", chat)
+
+
+def _assistant_text(turn: Mapping[str, Any]) -> str:
+    return "".join(
+        p.get("content", "") for p in turn.get("responseParts", []) if p.get("kind") == "markdown"
+    )
+
+
+def _model(action: Mapping[str, Any]) -> str | None:
+    model = action.get("message", {}).get("model")
+    if isinstance(model, dict) and isinstance(model.get("id"), str):
+        return str(model["id"])
+    return None

@@ -1,0 +1,184 @@
+"""Client input, checked before anything reaches state: command params and action shapes.
+
+A command's bad param is refused -32602 naming its field (`ProtocolError`); an action's bad
+shape is a reason (`str`) the dispatch pipeline says as the refusal envelope's
+rejectionReason. Each shape rule is written here once, for every entry point that takes it
+(the socket's dispatch and commands, the REST API).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from .errors import invalid_params
+
+# -- command params ------------------------------------------------------------------------
+
+
+def required_str(params: Mapping[str, Any], method: str, name: str) -> str:
+    value = params.get(name)
+    if not isinstance(value, str):
+        raise invalid_params(f"{method}: {name} must be a string")
+    return value
+
+
+def optional_str_list(params: Mapping[str, Any], method: str, name: str) -> list[str]:
+    value = params.get(name)
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise invalid_params(f"{method}: {name} must be a list of URI strings")
+    return value
+
+
+def required_str_list(params: Mapping[str, Any], method: str, name: str) -> list[str]:
+    if name not in params:
+        raise invalid_params(f"{method}: {name} is required")
+    return optional_str_list(params, method, name)
+
+
+def required_int(params: Mapping[str, Any], method: str, name: str) -> int:
+    value = params.get(name)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value):
+        raise invalid_params(f"{method}: {name} must be an integer")
+    return int(value)
+
+
+def positive_int(value: Any, method: str, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise invalid_params(f"{method}: {name} must be a positive integer")
+    return value
+
+
+# -- messages ------------------------------------------------------------------------------
+
+
+def user_message_problem(message: Any, where: str) -> str | None:
+    """Why `message` is not a Message a client may send (the user's, with a text), or None."""
+    if not isinstance(message, dict):
+        return f"{where}: message must be a Message object"
+    if (message.get("origin") or {}).get("kind") != "user":
+        return f"{where}: a client may only send a message whose origin is the user"
+    if not isinstance(message.get("text"), str):
+        return f"{where}: message must have a text"
+    return None
+
+
+def text_message_problem(text: Any) -> str | None:
+    """Why a plain-text message (the REST API's) cannot be sent, or None."""
+    if not isinstance(text, str) or not text.strip():
+        return "message must be a non-empty string"
+    return None
+
+
+# -- actions -------------------------------------------------------------------------------
+
+ShapeCheck = Callable[[Mapping[str, Any]], "str | None"]
+
+
+def _field(key: str, kind: type | tuple[type, ...], says: str) -> ShapeCheck:
+    def check(action: Mapping[str, Any]) -> str | None:
+        value = action.get(key)
+        if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
+            return f"{action['type']}: {key} {says}"
+        return None
+
+    return check
+
+
+def _all(*checks: ShapeCheck) -> ShapeCheck:
+    def check(action: Mapping[str, Any]) -> str | None:
+        for one in checks:
+            reason = one(action)
+            if reason is not None:
+                return reason
+        return None
+
+    return check
+
+
+def _turn_started(action: Mapping[str, Any]) -> str | None:
+    if not isinstance(action.get("turnId"), str) or not action["turnId"]:
+        return "chat/turnStarted: turnId must be a non-empty string"
+    message = action.get("message")
+    if not isinstance(message, dict) or not isinstance(message.get("text"), str):
+        return "chat/turnStarted: message must be a Message with a text"
+    reason = user_message_problem(message, "chat/turnStarted")
+    if reason is not None:
+        return reason
+    if not isinstance(action.get("startedAt"), str):
+        return "chat/turnStarted: startedAt must be an ISO-8601 string"
+    return None
+
+
+def _pending_message_set(action: Mapping[str, Any]) -> str | None:
+    if action.get("kind") not in ("queued", "steering") or not isinstance(action.get("id"), str):
+        return "chat/pendingMessageSet: kind must be queued or steering, with an id"
+    message = action.get("message")
+    if not isinstance(message, dict) or (message.get("origin") or {}).get("kind") != "user":
+        return "chat/pendingMessageSet: message must be the user's"
+    if not isinstance(message.get("text"), str):
+        return "chat/pendingMessageSet: message must have a text"
+    return None
+
+
+def _active_client_set(action: Mapping[str, Any]) -> str | None:
+    client = action.get("activeClient")
+    if not isinstance(client, dict) or not isinstance(client.get("tools", []), list):
+        return "session/activeClientSet: activeClient must be an object with a tools list"
+    return None
+
+
+def _truncated(action: Mapping[str, Any]) -> str | None:
+    turn_id = action.get("turnId")
+    if turn_id is not None and not isinstance(turn_id, str):
+        return "chat/truncated: turnId must be a string"
+    return None
+
+
+def _turn_cancelled(action: Mapping[str, Any]) -> str | None:
+    if not isinstance(action.get("turnId"), str):
+        return "chat/turnCancelled: turnId must be a string"
+    duration = action.get("duration")
+    if isinstance(duration, bool) or not isinstance(duration, int | float):
+        return "chat/turnCancelled: duration is required"
+    return None
+
+
+def _root_config(action: Mapping[str, Any]) -> str | None:
+    if not isinstance(action.get("config"), dict):
+        return "root/configChanged: config must be an object"
+    replace = action.get("replace")
+    if replace is not None and not isinstance(replace, bool):
+        return "root/configChanged: replace must be a boolean"
+    return None
+
+
+_BOOLEAN = "must be a boolean"
+
+#: The shape each client action must have, by type, beyond a string `type`.
+ACTION_SHAPES: dict[str, ShapeCheck] = {
+    "root/configChanged": _root_config,
+    "session/titleChanged": _field("title", str, "must be a string"),
+    "session/isReadChanged": _field("isRead", bool, _BOOLEAN),
+    "session/isArchivedChanged": _field("isArchived", bool, _BOOLEAN),
+    "session/activeClientSet": _active_client_set,
+    "session/activeClientRemoved": _field("clientId", str, "must be a string"),
+    "session/configChanged": _field("config", dict, "must be an object"),
+    "chat/turnStarted": _turn_started,
+    "chat/turnCancelled": _turn_cancelled,
+    "chat/toolCallConfirmed": _all(
+        _field("toolCallId", str, "must be a string"), _field("approved", bool, _BOOLEAN)
+    ),
+    "chat/pendingMessageSet": _pending_message_set,
+    "chat/isReadChanged": _field("isRead", bool, _BOOLEAN),
+    "chat/isArchivedChanged": _field("isArchived", bool, _BOOLEAN),
+    "chat/truncated": _truncated,
+}
+
+
+def action_problem(action: Mapping[str, Any]) -> str | None:
+    """Why a client's action has the wrong shape for its type, or None."""
+    check = ACTION_SHAPES.get(str(action.get("type")))
+    return check(action) if check is not None else None

@@ -1,0 +1,154 @@
+"""The fan-out core on its own: no host, no sessions, no ASGI."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import orjson
+
+from hosts.engine.channel import Channel
+from hosts.engine.fanout import Fanout
+from hosts.engine.principal import Principal
+from hosts.protocol.uris import ROOT_URI
+
+
+class Transport:
+    def __init__(self) -> None:
+        self.frames: list[dict[str, Any]] = []
+        self.held = 0
+        self.aborted = False
+
+    async def send(self, text: str) -> None:
+        self.frames.append(orjson.loads(text))
+
+    async def send_batch(self, texts: list[str]) -> None:
+        for text in texts:
+            await self.send(text)
+
+    async def close(self, code: int, reason: str) -> None:
+        self.aborted = True
+
+    async def abort(self) -> None:
+        self.aborted = True
+
+    def buffered(self) -> int | None:
+        return self.held
+
+
+ROOT_STATE = {"agents": [], "activeSessions": 0, "config": {"schema": {}, "values": {}}}
+EVERYTHING = Principal("root:test", ("*:*",))
+
+
+def fanout(**kw: Any) -> Fanout:
+    settings: dict[str, Any] = {
+        "replay_count": 1000,
+        "replay_bytes": lambda: 0,
+        "queue_limit": 0,
+        "told": {"root/configChanged": "config:settings"},
+    }
+    settings.update(kw)
+    return Fanout(**settings)
+
+
+def watcher(
+    core: Fanout, channel: Channel, client_id: str, grants: tuple[str, ...] = ("*:*",)
+) -> tuple[Any, Transport]:
+    transport = Transport()
+    conn = core.connect(transport, client_id)
+    conn.client_id, conn.version_text, conn.version = client_id, "1.0.0", (1, 0, 0)
+    conn.principal = Principal(f"user:{client_id}", tuple(grants))
+    core.subscribe(conn, channel)
+    return conn, transport
+
+
+async def drained(core: Fanout) -> None:
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
+async def test_an_action_is_sequenced_reduced_ringed_and_sent_once_to_each_watcher():
+    core = fanout()
+    core.start()
+    root = core.open(Channel(ROOT_URI, "root", dict(ROOT_STATE)))
+    _, first = watcher(core, root, "a")
+    _, second = watcher(core, root, "b")
+    seq = core.emit(root, {"type": "root/activeSessionsChanged", "activeSessions": 2})
+    await drained(core)
+    assert seq == core.server_seq == 1
+    assert root.state["activeSessions"] == 2
+    assert [e.server_seq for e in core.ring.since(0)] == [1]
+    for transport in (first, second):
+        [frame] = transport.frames
+        assert frame["params"] == {
+            "channel": ROOT_URI,
+            "action": {"type": "root/activeSessionsChanged", "activeSessions": 2},
+            "serverSeq": 1,
+        }
+    core.stop()
+
+
+async def test_a_refusal_takes_a_seq_changes_nothing_and_reaches_a_sender_watching_nothing():
+    core = fanout()
+    core.start()
+    root = core.open(Channel(ROOT_URI, "root", dict(ROOT_STATE)))
+    sender_transport = Transport()
+    sender = core.connect(sender_transport, "sender")
+    sender.client_id, sender.version = "s", (1, 0, 0)
+    action = {"type": "root/activeSessionsChanged", "activeSessions": 9}
+    core.emit(root, action, origin={"clientId": "s", "clientSeq": 1}, sender=sender, rejection="no")
+    await drained(core)
+    assert root.state["activeSessions"] == 0
+    [frame] = sender_transport.frames
+    assert frame["params"]["rejectionReason"] == "no" and frame["params"]["serverSeq"] == 1
+    core.stop()
+
+
+async def test_an_action_needing_a_grant_goes_only_to_who_holds_it():
+    core = fanout()
+    core.start()
+    root = core.open(Channel(ROOT_URI, "root", dict(ROOT_STATE)))
+    _, admin = watcher(core, root, "admin")
+    _, guest = watcher(core, root, "guest", grants=("session:read",))
+    core.emit(root, {"type": "root/configChanged", "config": {"x": 1}})
+    await drained(core)
+    assert len(admin.frames) == 1 and guest.frames == []
+    core.stop()
+
+
+async def test_a_client_past_its_queue_is_dropped_and_its_channels_told_who_left():
+    core = fanout(queue_limit=100)
+    core.start()
+    left: list[tuple[str, list[str], bool]] = []
+    core.on_left(
+        lambda client, channels, dropped: left.append((client, [c.uri for c in channels], dropped))
+    )
+    root = core.open(Channel(ROOT_URI, "root", dict(ROOT_STATE)))
+    slow_conn, slow = watcher(core, root, "slow")
+    _, quick = watcher(core, root, "quick")
+    slow.held = 1000
+    core.emit(root, {"type": "root/activeSessionsChanged", "activeSessions": 1})
+    await drained(core)
+    assert slow.aborted and slow_conn.closed and slow_conn not in root.subscribers
+    assert left == [("slow", [ROOT_URI], True)]
+    assert len(quick.frames) == 1
+    core.stop()
+
+
+async def test_closing_a_channel_unsubscribes_its_watchers_and_says_so():
+    core = fanout()
+    left: list[tuple[str, bool]] = []
+    core.on_left(lambda client, channels, dropped: left.append((client, dropped)))
+    channel = core.open(Channel("ahp-session:/x", "session", {}))
+    conn, _ = watcher(core, channel, "a")
+    assert core.watching("a", ["ahp-session:/x"])
+    core.close("ahp-session:/x")
+    assert core.channel("ahp-session:/x") is None
+    assert conn.subscriptions == {} and not core.watching("a", ["ahp-session:/x"])
+    assert left == [("a", False)]
+
+
+def test_every_spelling_of_the_root_finds_the_root():
+    core = fanout()
+    root = core.open(Channel(ROOT_URI, "root", dict(ROOT_STATE)))
+    assert core.channel("ahp-root:") is root and core.channel("ahp-root:///") is root
