@@ -33,3 +33,4 @@ check: install
 bench: install
 	$(PY) bench/fanout.py
 	$(PY) bench/turn.py
+	$(PY) bench/catalogue.py

@@ -1,8 +1,10 @@
 """The baseline for bench/fanout.py: the least a WebSocket broadcast server can do.
 
 It takes a dispatched action, stamps a serverSeq and origin, serializes the envelope once and
-hands it to every connected client with `websockets.broadcast`. No validation, no state, no
-replay, no bounds: what is left of ahpd's delivery path with everything ahpd adds taken away.
+hands it to every subscriber with `websockets.broadcast` (a connection whose `initialize` named
+any initialSubscriptions; a request with an id is answered `{"result": null}`). No validation, no
+state, no replay, no bounds: what is left of ahpd's delivery path with everything ahpd adds taken
+away. bench/broadcast_node.js does the same with Node's `ws`.
 """
 
 from __future__ import annotations
@@ -12,19 +14,22 @@ import sys
 
 import orjson
 from websockets.asyncio.server import broadcast, serve
+from websockets.exceptions import ConnectionClosed
 
 
 async def main() -> None:
-    clients: set = set()
+    subscribers: set = set()
     seq = 0
 
     async def handler(ws) -> None:
         nonlocal seq
-        clients.add(ws)
         try:
             async for text in ws:
                 message = orjson.loads(text)
-                if message.get("method") != "dispatchAction":
+                method = message.get("method")
+                if method != "dispatchAction":
+                    if method == "initialize" and message["params"].get("initialSubscriptions"):
+                        subscribers.add(ws)
                     if "id" in message:
                         await ws.send(
                             orjson.dumps(
@@ -41,9 +46,11 @@ async def main() -> None:
                     "origin": {"clientId": "sender", "clientSeq": params["clientSeq"]},
                 }
                 frame = orjson.dumps({"jsonrpc": "2.0", "method": "action", "params": envelope})
-                broadcast(clients, frame.decode())
+                broadcast(subscribers, frame.decode())
+        except ConnectionClosed:
+            pass  # the bench drops its subscribers without a closing handshake
         finally:
-            clients.discard(ws)
+            subscribers.discard(ws)
 
     async with serve(handler, "127.0.0.1", 0, max_size=None, ping_interval=None) as server:
         port = server.sockets[0].getsockname()[1]

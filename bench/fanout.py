@@ -1,74 +1,149 @@
-"""Fan-out: N subscribers on ahp-root://, one client dispatching M actions.
+"""Fan-out: N subscribers on ahp-root://, one client dispatching actions, three servers.
 
-Runs ahpd (`manage.py serve`, embedded default unless DATABASE_URL/REDIS_URL are set) and the
-minimal `websockets` broadcast server of bench/broadcast_baseline.py, each in its own process,
-against the same clients in this process, and prints for each:
+Runs ahpd (`manage.py serve`, embedded default unless DATABASE_URL/REDIS_URL are set) and two
+minimal broadcast servers that stamp a serverSeq, serialize once and send to every subscriber:
+Python `websockets` (bench/broadcast_baseline.py) and Node `ws` (bench/broadcast_node.js, `ws`
+installed from npm into bench/.node/ on first use). Each is its own process; the clients are
+bare sockets (bench/rawws.py) in this process. Two modes, each server in turn, in interleaved
+rounds (the order rotating), medians of the rounds:
 
-- deliveries per second while M actions are sent back to back (N * M / elapsed), and
-- p50 / p99 of the time from a dispatch until the last subscriber has its envelope, with the
-  actions sent one at a time (the next once every subscriber has the last),
+- back to back: M actions sent without waiting; deliveries per second (N * M / elapsed until
+  every subscriber has the last);
+- lockstep: one action in flight (the next is sent once every subscriber has the last);
+  deliveries per second and p50 / p99 of the time from a dispatch until the last subscriber
+  has its envelope.
 
-then the ratio ours / baseline. Usage: python bench/fanout.py [--subscribers 100] [--actions 1000]
+For each, the server's CPU per delivery: utime + stime from /proc/<pid>/stat (its threads, and
+its children if any) read before and after the phase, over N * M. The phase's reading is taken
+once the server has been quiet for a moment after the last delivery, so that work it puts off
+(ahpd's write-behind) is counted in the phase that caused it. Then ratios ahpd/python and
+ahpd/node. Usage: python bench/fanout.py [--subscribers 100] [--actions 1000] [--lockstep 300]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import shutil
 import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import orjson
-import websockets
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench.procs import Cpu, Served, cpu, thread_cpu  # noqa: E402
 from bench.rawws import RawSocket  # noqa: E402
-from tests.support.server import TOKEN, ServerProcess  # noqa: E402
+from tests.support.server import TOKEN, URL_LINE, ServerProcess  # noqa: E402
 
 ROOT = "ahp-root://"
+NODE_DIR = REPO / "bench" / ".node"
+WS_VERSION = "8.23.0"
+#: How long a server must have been left alone before its CPU is read: past ahpd's
+#: write-behind delay (0.25 s), so the writes a phase caused are counted in it.
+SETTLE = 0.4
 
 
-class Subscriber:
-    """One subscriber: when each dispatched action (by its clientSeq) arrived."""
+def ensure_node_ws() -> str | None:
+    """Install `ws` into bench/.node/ unless it is there; why not, or None when it is ready."""
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if node is None or npm is None:
+        return "node or npm is not on PATH"
+    manifest = NODE_DIR / "node_modules" / "ws" / "package.json"
+    if manifest.exists() and orjson.loads(manifest.read_bytes()).get("version") == WS_VERSION:
+        return None
+    try:
+        done = subprocess.run(
+            [
+                npm,
+                "install",
+                "--prefix",
+                str(NODE_DIR),
+                "--no-audit",
+                "--no-fund",
+                "--loglevel=error",
+                f"ws@{WS_VERSION}",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    except subprocess.TimeoutExpired:
+        return "npm install ws timed out"
+    if done.returncode != 0:
+        return f"npm install ws failed: {done.stderr.strip()[-500:]}"
+    return None
 
-    def __init__(self) -> None:
-        self.seen: dict[int, float] = {}  # clientSeq -> arrival time
-        self.reply: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+
+class Arrivals:
+    """When the last of N subscribers had each action (by clientSeq), and who is waiting."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.counts: dict[int, int] = {}
+        self.last: dict[int, float] = {}
+        self.waiting: dict[int, asyncio.Future[None]] = {}
+
+    def arrived(self, seq: int, now: float) -> None:
+        count = self.counts.get(seq, 0) + 1
+        self.counts[seq] = count
+        if count == self.n:
+            self.last[seq] = now
+            waiter = self.waiting.pop(seq, None)
+            if waiter is not None and not waiter.done():
+                waiter.set_result(None)
+
+    async def all_have(self, seq: int, timeout: float = 60) -> None:
+        if self.counts.get(seq, 0) >= self.n:
+            return
+        waiter = asyncio.get_running_loop().create_future()
+        self.waiting[seq] = waiter
+        try:
+            await asyncio.wait_for(waiter, timeout)
+        except TimeoutError:
+            got = self.counts.get(seq, 0)
+            raise TimeoutError(f"{got} of {self.n} subscribers got action {seq}") from None
+
+
+class Client:
+    """One bare socket: its initialize answered, then every envelope's clientSeq to `on_seq`."""
+
+    def __init__(self, on_seq: Callable[[int, float], None] | None) -> None:
+        self.on_seq = on_seq
+        self.reply: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.socket: RawSocket | None = None
 
     @classmethod
-    async def open(cls, url: str, hello: str | None) -> Subscriber:
-        sub = cls()
-        sub.socket = await RawSocket.open(url, sub.take)
-        if hello is not None:
-            sub.socket.send_text(hello)
-            await sub.reply
-        return sub
+    async def open(cls, url: str, hello_frame: str, on_seq: Callable[[int, float], None] | None):
+        client = cls(on_seq)
+        client.socket = await RawSocket.open(url, client.take)
+        client.socket.send_text(hello_frame)
+        await asyncio.wait_for(client.reply, 30)
+        return client
 
     def take(self, payload: bytes, now: float) -> None:
         if not self.reply.done() and payload.startswith(b'{"jsonrpc":"2.0","id"'):
-            self.reply.set_result(payload)
+            self.reply.set_result(None)
+            return
+        if self.on_seq is None:
             return
         params = orjson.loads(payload).get("params")
         if params is not None and "origin" in params:
-            self.seen[params["origin"]["clientSeq"]] = now
+            self.on_seq(params["origin"]["clientSeq"], now)
+
+    def send(self, text: str) -> None:
+        assert self.socket is not None
+        self.socket.send_text(text)
 
     def close(self) -> None:
         if self.socket is not None:
             self.socket.close()
-
-
-async def open_sender(url: str, client_id: str, ahp: bool) -> websockets.ClientConnection:
-    ws = await websockets.connect(url, max_size=None, ping_interval=None, max_queue=None)
-    if ahp:
-        await ws.send(hello(client_id, subscriptions=[]))
-        await ws.recv()
-    return ws
 
 
 def hello(client_id: str, subscriptions: list[str]) -> str:
@@ -101,112 +176,197 @@ def action_frame(seq: int, run: str) -> str:
     ).decode()
 
 
-async def wait_all(subscribers: list[Subscriber], seq: int, timeout: float = 60) -> None:
-    deadline = time.perf_counter() + timeout
-    while not all(seq in s.seen for s in subscribers):
-        if time.perf_counter() > deadline:
-            raise TimeoutError(f"not every subscriber got action {seq}")
-        await asyncio.sleep(0.0005)
+@dataclass
+class Server:
+    name: str
+    url: str
+    pid: int
+    rounds: dict[str, list[dict[str, float]]] = field(default_factory=dict)
 
 
-async def measure(url: str, n: int, m: int, paced: int, ahp: bool, label: str) -> dict[str, float]:
+class Meter:
+    """The server's CPU (and, for the breakdown, its main thread's) across one phase."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+
+    async def __aenter__(self) -> Meter:
+        await asyncio.sleep(SETTLE)
+        self.cpu = cpu(self.pid)
+        self.main = thread_cpu(self.pid).get(self.pid, Cpu(0, 0))
+        self.wall = time.perf_counter()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if exc[0] is not None:
+            return
+        wall = time.perf_counter() - self.wall
+        await asyncio.sleep(SETTLE)
+        self.used = cpu(self.pid) - self.cpu
+        self.main_used = thread_cpu(self.pid).get(self.pid, Cpu(0, 0)) - self.main
+        self.busy = self.used.total / wall  # what it did while settling is the phase's too
+
+    def figures(self, deliveries: int) -> dict[str, float]:
+        return {
+            "cpu_us": self.used.total / deliveries * 1e6,
+            "user_us": self.used.user / deliveries * 1e6,
+            "sys_us": self.used.system / deliveries * 1e6,
+            "busy": self.busy,
+            "main_share": self.main_used.total / self.used.total if self.used.total else 0.0,
+        }
+
+
+async def measure(server: Server, n: int, m: int, lockstep: int) -> dict[str, dict[str, float]]:
+    arrivals = Arrivals(n)
     subs = [
-        await Subscriber.open(url, hello(f"{label}-sub-{i}", [ROOT]) if ahp else None)
+        await Client.open(server.url, hello(f"{server.name}-sub-{i}", [ROOT]), arrivals.arrived)
         for i in range(n)
     ]
-    sender = await open_sender(url, f"{label}-sender", ahp)
-    run = f"{label}-{time.time_ns()}"
-    # Warm-up.
-    for seq in range(1, 21):
-        await sender.send(action_frame(seq, run))
-    await wait_all(subs, 20)
+    sender = await Client.open(server.url, hello(f"{server.name}-sender", []), None)
+    run = f"{server.name}-{time.time_ns()}"
+    try:
+        for seq in range(1, 21):  # warm-up
+            sender.send(action_frame(seq, run))
+        await arrivals.all_have(20)
 
-    start = time.perf_counter()
-    for seq in range(21, 21 + m):
-        await sender.send(action_frame(seq, run))
-    await wait_all(subs, 20 + m)
-    elapsed = time.perf_counter() - start
-    deliveries = n * m / elapsed
+        first = 21
+        async with Meter(server.pid) as meter:
+            start = time.perf_counter()
+            for seq in range(first, first + m):
+                sender.send(action_frame(seq, run))
+            await arrivals.all_have(first + m - 1)
+            elapsed = time.perf_counter() - start
+        got = sum(arrivals.counts[s] for s in range(first, first + m))
+        assert got == n * m, f"{server.name}: {got} deliveries of {n * m}"
+        back_to_back = {"deliveries_per_s": n * m / elapsed, **meter.figures(n * m)}
 
-    latencies = []
-    first = 21 + m
-    for seq in range(first, first + paced):
-        sent = time.perf_counter()
-        await sender.send(action_frame(seq, run))
-        await wait_all(subs, seq)
-        latencies.append(max(s.seen[seq] for s in subs) - sent)
-    latencies.sort()
-    await sender.close()
-    for sub in subs:
-        sub.close()
-    return {
-        "deliveries_per_s": deliveries,
-        "p50_ms": statistics.median(latencies) * 1000,
-        "p99_ms": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1000,
+        first += m
+        latencies = []
+        async with Meter(server.pid) as meter:
+            start = time.perf_counter()
+            for seq in range(first, first + lockstep):
+                sent = time.perf_counter()
+                sender.send(action_frame(seq, run))
+                await arrivals.all_have(seq)
+                latencies.append(arrivals.last[seq] - sent)
+            elapsed = time.perf_counter() - start
+        latencies.sort()
+        locked = {
+            "deliveries_per_s": n * lockstep / elapsed,
+            "p50_ms": statistics.median(latencies) * 1000,
+            "p99_ms": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1000,
+            **meter.figures(n * lockstep),
+        }
+    finally:
+        sender.close()
+        for sub in subs:
+            sub.close()
+    return {"back to back": back_to_back, "lockstep": locked}
+
+
+def start_ahpd(stack: list[Callable[[], None]]) -> Server:
+    config = ServerProcess()  # the data directory (or database) and environment the tests use
+    stack.append(config.close)
+    env = config.env()
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=REPO, env=env, check=True)
+    served = Served([sys.executable, "manage.py", "serve"], URL_LINE.pattern, env=env, cwd=REPO)
+    stack.append(served.stop)
+    assert served.match is not None
+    url = served.match.group(1).split("?", 1)[0] + f"?tkn={TOKEN}"
+    return Server("ahpd", url, served.pid)
+
+
+def start_baseline(name: str, argv: list[str], stack: list[Callable[[], None]]) -> Server:
+    served = Served(argv, r"serving (ws://\S+)", cwd=REPO)
+    stack.append(served.stop)
+    assert served.match is not None
+    return Server(name, served.match.group(1), served.pid)
+
+
+def ratio(a: float, b: float) -> str:
+    return f"{a / b:.2f}" if b else "n/a"
+
+
+def report(mode: str, servers: list[Server], args: argparse.Namespace, node_note: str | None):
+    rows = {
+        s.name: {k: statistics.median(r[k] for r in s.rounds[mode]) for k in s.rounds[mode][0]}
+        for s in servers
     }
-
-
-def start_baseline() -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen(
-        [sys.executable, str(REPO / "bench" / "broadcast_baseline.py")],
-        stdout=subprocess.PIPE,
-        text=True,
+    count = args.actions if mode == "back to back" else args.lockstep
+    print(
+        f"fan-out, {mode}: {args.subscribers} subscribers, {count} actions; "
+        f"median of {args.rounds} interleaved rounds"
     )
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    return proc, line.split("serving ", 1)[1].strip()
+    latency = mode == "lockstep"
+    head = f"{'':8} {'deliveries/s':>13}"
+    if latency:
+        head += f" {'p50 ms':>8} {'p99 ms':>8}"
+    head += f" {'CPU us/delivery':>16} {'user':>6} {'sys':>6} {'cores busy':>11}"
+    print(head)
+    for name, r in rows.items():
+        line = f"{name:8} {r['deliveries_per_s']:>13,.0f}"
+        if latency:
+            line += f" {r['p50_ms']:>8.2f} {r['p99_ms']:>8.2f}"
+        line += f" {r['cpu_us']:>16.2f} {r['user_us']:>6.2f} {r['sys_us']:>6.2f} {r['busy']:>11.2f}"
+        print(line)
+    ours = rows["ahpd"]
+    for other in ("python", "node"):
+        if other not in rows:
+            print(f"ratio ahpd/{other}: n/a ({node_note})")
+            continue
+        base = rows[other]
+        speed = ratio(ours["deliveries_per_s"], base["deliveries_per_s"])
+        text = f"ratio ahpd/{other}: deliveries/s {speed}"
+        if latency:
+            text += (
+                f", p50 {ratio(ours['p50_ms'], base['p50_ms'])}"
+                f", p99 {ratio(ours['p99_ms'], base['p99_ms'])}"
+            )
+        text += f", CPU/delivery {ratio(ours['cpu_us'], base['cpu_us'])}"
+        print(text)
+    print(f"ahpd's main thread did {ours['main_share']:.0%} of its CPU")
 
 
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--subscribers", type=int, default=100)
-    parser.add_argument("--actions", type=int, default=1000)
-    parser.add_argument("--paced", type=int, default=200)
+    parser.add_argument("--actions", type=int, default=1000, help="back to back, per round")
+    parser.add_argument("--lockstep", type=int, default=300, help="one at a time, per round")
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
 
-    server = ServerProcess().start()
-    baseline, baseline_url = start_baseline()
-    runs: dict[str, list[dict[str, float]]] = {"ahpd": [], "baseline": []}
+    node_note = ensure_node_ws()
+    if node_note:
+        print(f"fan-out: without the Node baseline: {node_note}", file=sys.stderr)
+    stack: list[Callable[[], None]] = []
     try:
-        # Interleaved rounds, medians reported: two cores carry both servers and every client,
-        # so one round alone swings with whatever else the machine is doing.
-        for _ in range(args.rounds):
-            runs["ahpd"].append(
-                await measure(
-                    f"{server.base}?tkn={TOKEN}",
-                    args.subscribers,
-                    args.actions,
-                    args.paced,
-                    True,
-                    "ahpd",
-                )
+        servers = [
+            start_ahpd(stack),
+            start_baseline(
+                "python", [sys.executable, str(REPO / "bench" / "broadcast_baseline.py")], stack
+            ),
+        ]
+        if node_note is None:
+            node = shutil.which("node")
+            assert node is not None
+            servers.append(
+                start_baseline("node", [node, str(REPO / "bench" / "broadcast_node.js")], stack)
             )
-            runs["baseline"].append(
-                await measure(
-                    baseline_url, args.subscribers, args.actions, args.paced, False, "baseline"
-                )
-            )
+        # Interleaved rounds, the order rotating, medians reported: two cores carry the servers
+        # and every client, so one round alone swings with whatever else the machine is doing.
+        for index in range(args.rounds):
+            shift = index % len(servers)
+            for server in servers[shift:] + servers[:shift]:
+                figures = await measure(server, args.subscribers, args.actions, args.lockstep)
+                for mode, values in figures.items():
+                    server.rounds.setdefault(mode, []).append(values)
     finally:
-        server.close()
-        baseline.terminate()
-    ours, base = (
-        {key: statistics.median(r[key] for r in runs[name]) for key in runs[name][0]}
-        for name in ("ahpd", "baseline")
-    )
-
-    print(
-        f"fan-out: {args.subscribers} subscribers, {args.actions} actions back to back, "
-        f"{args.paced} one at a time; median of {args.rounds} interleaved rounds"
-    )
-    print(f"{'':10} {'deliveries/s':>14} {'p50 ms':>8} {'p99 ms':>8}")
-    for name, r in (("ahpd", ours), ("baseline", base)):
-        print(f"{name:10} {r['deliveries_per_s']:>14,.0f} {r['p50_ms']:>8.2f} {r['p99_ms']:>8.2f}")
-    ratio = {key: ours[key] / base[key] for key in ours}
-    print(
-        f"ratio ours/baseline: deliveries {ratio['deliveries_per_s']:.2f}, "
-        f"p50 latency {ratio['p50_ms']:.2f}, p99 latency {ratio['p99_ms']:.2f}"
-    )
+        for undo in reversed(stack):
+            undo()
+    for index, mode in enumerate(("back to back", "lockstep")):
+        if index:
+            print()
+        report(mode, servers, args, node_note)
 
 
 if __name__ == "__main__":
