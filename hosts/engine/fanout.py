@@ -194,39 +194,54 @@ class Fanout:
             )
         )
         # A copy: a client found too far behind is dropped, and leaves the set, mid-loop.
-        for conn in tuple(channel.subscribers):
-            if conn is sender or (
-                introduced is not None
-                and conn.version is not None
-                and introduced <= conn.version
-                and (needed is None or conn.principal.may(needed))
-            ):
-                self.send(conn, frame)
+        self._queue(
+            [
+                conn
+                for conn in tuple(channel.subscribers)
+                if conn is sender
+                or (
+                    introduced is not None
+                    and conn.version is not None
+                    and introduced <= conn.version
+                    and (needed is None or conn.principal.may(needed))
+                )
+            ],
+            frame,
+        )
         if sender is not None and sender not in channel.subscribers:
-            self.send(sender, frame)
+            self._queue([sender], frame)
         return seq
 
     def notify(self, channel: Channel, method: str, params: dict[str, Any]) -> None:
         """A protocol notification: to the channel's watchers now, never ringed or replayed."""
-        frame = jsonrpc.notification_frame(method, params)
-        for conn in tuple(channel.subscribers):
-            self.send(conn, frame)
+        self._queue(tuple(channel.subscribers), jsonrpc.notification_frame(method, params))
 
     def send(self, conn: Connection, text: str) -> None:
-        """Queue a frame for a client, or drop the client if it is too far behind."""
-        if conn.closed:
-            return
+        """Queue a frame for one client (an answer), or drop it if it is too far behind."""
+        self._queue((conn,), text)
+
+    def _queue(self, conns: Iterable[Connection], text: str) -> None:
+        """Queue one frame for each of `conns`; a client past the queue limit is dropped.
+
+        The fan-out's hot path: one pass, the flusher woken once.
+        """
+        size = len(text)
         limit = self.queue_limit
-        if limit:
-            behind = conn.outbox_bytes + (conn.transport.buffered() or 0)
-            # A client that has taken everything is never behind, whatever one frame weighs.
-            if behind and behind + len(text) > limit:
-                self._drop_slow(conn, behind)
-                return
-        conn.outbox.append(text)
-        conn.outbox_bytes += len(text)
-        self._dirty[conn] = None
-        self._flush_wanted.set()
+        dirty = self._dirty
+        for conn in conns:
+            if conn.closed:
+                continue
+            if limit:
+                behind = conn.outbox_bytes + (conn.transport.buffered() or 0)
+                # A client that has taken everything is never behind, whatever one frame weighs.
+                if behind and behind + size > limit:
+                    self._drop_slow(conn, behind)
+                    continue
+            conn.outbox.append(text)
+            conn.outbox_bytes += size
+            dirty[conn] = None
+        if dirty:
+            self._flush_wanted.set()
 
     def _drop_slow(self, conn: Connection, behind: int) -> None:
         """Close a client that stopped reading; it comes back with `reconnect`."""

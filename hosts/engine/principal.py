@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from .grants import allows
@@ -26,9 +26,15 @@ class Principal:
     grants: tuple[str, ...]
     #: The person's token, so a revocation is seen on the next command; None for root.
     token_id: int | None = None
+    #: What `may` has answered: a principal's grants never change (a changed role is a new
+    #: principal), and the fan-out asks once per watcher per envelope.
+    _answers: dict[str, bool] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     def may(self, needed: str) -> bool:
-        return allows(self.grants, needed)
+        answer = self._answers.get(needed)
+        if answer is None:
+            answer = self._answers[needed] = allows(self.grants, needed)
+        return answer
 
     @property
     def admin(self) -> bool:
