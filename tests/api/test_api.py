@@ -14,8 +14,9 @@ from drf_spectacular.generators import SchemaGenerator
 from drf_spectacular.validation import validate_schema
 from rest_framework.test import APIClient
 
-from hosts import access, door
+from hosts import store
 from hosts.api.auth import host_name
+from hosts.edge import door
 from hosts.models import (
     Membership,
     Project,
@@ -40,7 +41,7 @@ def connection_token(settings: Any) -> Iterator[str]:
     settings.AHPD_CONNECTION_TOKEN_FILE = None
     settings.AHPD_WITHOUT_CONNECTION_TOKEN = False
     door.connection_token.cache_clear()
-    access.ensure_builtin_roles()
+    store.ensure_builtin_roles()
     yield ROOT
     door.connection_token.cache_clear()
 
@@ -57,7 +58,7 @@ def person(user_id: str, *roles: str) -> str:
     user = User.objects.create(username=user_id)
     for name in roles:
         Membership.objects.create(user=user, role=Role.objects.get(name=name))
-    return access.mint_token(user_id, "laptop").secret
+    return store.mint_token(user_id, "laptop").secret
 
 
 def stored_session(title: str = "a session", modified_ms: int = 2_000, owner: str = "") -> str:
@@ -282,7 +283,7 @@ def test_people_are_made_read_changed_and_removed(root: APIClient) -> None:
     assert made.json()["roles"] == ["guest", "member"]
     user = User.objects.get(username="ada")
     assert not user.has_usable_password()
-    assert access.grants_of(user.pk)
+    assert store.grants_of(user.pk)
 
     listed = root.get("/api/people").json()
     assert [(p["id"], p["roles"], p["is_active"]) for p in listed] == [
@@ -331,13 +332,13 @@ def test_minting_shows_the_secret_once_then_only_the_prefix(root: APIClient, set
     assert "no-store" in minted["Cache-Control"]
     body = minted.json()
     secret = body["token"]
-    assert secret.startswith(access.TOKEN_PREFIX)
+    assert secret.startswith(store.TOKEN_PREFIX)
     assert body["url"] == f"ws://10.0.0.5:9999/?tkn={secret}"
     assert body["prefix"] == secret[:10]
     assert not secret.startswith(body["prefix"] + "x")
 
     token = Token.objects.get(user__username="ada", name="ci")
-    assert token.digest == access.digest(secret) and secret not in token.digest
+    assert token.digest == store.digest(secret) and secret not in token.digest
 
     listed = root.get("/api/people/ada/tokens")
     assert secret not in listed.content.decode()

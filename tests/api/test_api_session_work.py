@@ -14,7 +14,8 @@ from asgiref.sync import sync_to_async
 from django.db import connections
 from rest_framework.test import APIClient
 
-from hosts import access, door, runtime
+from hosts import store
+from hosts.edge import door, runtime
 from hosts.engine.host import Host
 from tests.support.agents import local_agent_config
 from tests.support.fake_openai import FakeOpenAi
@@ -35,7 +36,7 @@ def engine(settings: Any, tmp_path: Any) -> Iterator[None]:
     settings.AHPD_WITHOUT_CONNECTION_TOKEN = False
     door.connection_token.cache_clear()
     runtime.configured_agents.cache_clear()
-    access.ensure_builtin_roles()
+    store.ensure_builtin_roles()
     yield
 
     async def stop(host: Host) -> None:
@@ -110,10 +111,10 @@ def test_session_work_is_held_to_grants_and_owners(engine, tmp_path):
 
     user = get_user_model().objects.create(username="max")
     Membership.objects.create(user=user, role=Role.objects.get(name="member"))
-    member = access.mint_token("max", "laptop").secret
+    member = store.mint_token("max", "laptop").secret
     guest_user = get_user_model().objects.create(username="gus")
     Membership.objects.create(user=guest_user, role=Role.objects.get(name="guest"))
-    guest = access.mint_token("gus", "laptop").secret
+    guest = store.mint_token("gus", "laptop").secret
 
     refused = api(guest).post("/api/sessions", {"message": "hi"}, format="json")
     assert refused.status_code == 403

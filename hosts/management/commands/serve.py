@@ -16,10 +16,10 @@ class Command(BaseCommand):
     help = "Serve the AHP WebSocket (and the HTTP API and admin) on AHPD_HOST:AHPD_PORT."
 
     def handle(self, *args: Any, **options: Any) -> None:
-        from hosts import door
         from hosts.backends.config import ConfigError
-        from hosts.runtime import configured_agents
-        from hosts.serving import build_server
+        from hosts.edge import door
+        from hosts.edge.daphne_server import build_server
+        from hosts.edge.runtime import configured_agents
 
         try:
             token = door.connection_token()
@@ -28,7 +28,7 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from None
 
         from ahpsite.asgi import application
-        from hosts.runtime import get_host, shutdown
+        from hosts.edge.runtime import get_host, shutdown
 
         host, port = settings.AHPD_HOST, settings.AHPD_PORT
 

@@ -17,10 +17,10 @@ from typing import Any, TypeVar
 from channels.layers import get_channel_layer
 from django.conf import settings
 
-from .backends.base import Agent
-from .backends.config import build_agents, load_agents
-from .engine.host import Host, HostSettings
-from .store import DjangoStore
+from ..backends.base import Agent
+from ..backends.config import build_agents, load_agents
+from ..engine.host import Host, HostSettings
+from ..store import DjangoDirectory, DjangoStore
 
 log = logging.getLogger("ahpd.runtime")
 
@@ -67,8 +67,6 @@ async def get_host() -> Host:
     global _host, _inbox, _loop
     if _host is None:
         _loop = asyncio.get_running_loop()
-        from .access import DjangoDirectory
-
         _host = Host(DjangoStore(), host_settings(), configured_agents(), DjangoDirectory())
     await _host.start()
     if _inbox is None:

@@ -8,11 +8,11 @@ from typing import Any
 from channels.consumer import AsyncConsumer
 from channels.exceptions import StopConsumer
 
+from ..engine.connection import Connection
+from ..protocol import jsonrpc
+from ..protocol.errors import ErrorCode, ProtocolError
 from . import door
 from .daphne_wire import FRAMES, DaphneWire
-from .engine.connection import Connection
-from .protocol import jsonrpc
-from .protocol.errors import ErrorCode, ProtocolError
 from .runtime import get_host
 
 log = logging.getLogger("ahpd.socket")
@@ -97,7 +97,7 @@ class AhpConsumer(AsyncConsumer):
 class _SocketTransport:
     """The engine's Transport over this consumer's socket.
 
-    Under daphne, frames go straight to the socket (see hosts/daphne_wire.py); under any other
+    Under daphne, frames go straight to the socket (see daphne_wire.py); under any other
     ASGI server, through the consumer's send.
     """
 
