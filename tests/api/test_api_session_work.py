@@ -73,12 +73,12 @@ def turn_ended(chat: str) -> None:
 
 
 def path(uri: str, tail: str = "") -> str:
-    return "/api/sessions/" + quote(uri, safe="") + tail
+    return "/api/sessions/" + quote(uri, safe="") + tail + "/"
 
 
 def test_a_session_is_made_messaged_stopped_and_disposed_over_the_api(engine, tmp_path):
     made = api().post(
-        "/api/sessions",
+        "/api/sessions/",
         {"provider": "local", "workingDirectories": [tmp_path.as_uri()], "message": "hello api"},
         format="json",
     )
@@ -116,12 +116,12 @@ def test_session_work_is_held_to_grants_and_owners(engine, tmp_path):
     Membership.objects.create(user=guest_user, role=Role.objects.get(name="guest"))
     guest = store.mint_token("gus", "laptop").secret
 
-    refused = api(guest).post("/api/sessions", {"message": "hi"}, format="json")
+    refused = api(guest).post("/api/sessions/", {"message": "hi"}, format="json")
     assert refused.status_code == 403
     assert refused.data["detail"] == "user:gus may not session:create here"
 
     made = api().post(
-        "/api/sessions",
+        "/api/sessions/",
         {"message": "root's", "workingDirectories": [tmp_path.as_uri()]},
         format="json",
     )
@@ -132,5 +132,29 @@ def test_session_work_is_held_to_grants_and_owners(engine, tmp_path):
     )
     assert missing.status_code == 404
     assert missing.data["detail"] == "Session not found: ahp-session:/nope"
-    unknown = api().post("/api/sessions", {"message": "x", "provider": "nobody"}, format="json")
+    unknown = api().post("/api/sessions/", {"message": "x", "provider": "nobody"}, format="json")
     assert unknown.status_code == 400
+
+
+def test_session_work_answers_without_the_trailing_slash_too(engine, tmp_path):
+    made = api().post(
+        "/api/sessions",
+        {"provider": "local", "workingDirectories": [tmp_path.as_uri()], "message": "bare"},
+        format="json",
+    )
+    assert made.status_code == 201, made.content
+    uri, chat = made.data["uri"], made.data["chat"]
+    turn_ended(chat)
+    bare = path(uri).removesuffix("/")
+    read = api().get(bare)
+    assert read.status_code == 200
+    assert read.data["chats"][0]["turns"][0]["message"]["text"] == "bare"
+
+    sent = api().post(bare + "/messages", {"message": "slow"}, format="json")
+    assert sent.status_code == 202, sent.content
+    stopped = api().post(bare + "/cancel")
+    assert stopped.status_code == 200
+    assert stopped.data == {"cancelled": [sent.data["turnId"]]}
+    turn_ended(chat)
+    assert api().delete(bare).status_code == 204
+    assert api().get(bare).status_code == 404
