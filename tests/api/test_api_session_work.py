@@ -147,8 +147,7 @@ def test_session_work_answers_without_the_trailing_slash_too(engine, tmp_path):
     turn_ended(chat)
     bare = path(uri).removesuffix("/")
     read = api().get(bare)
-    assert read.status_code == 200
-    assert read.data["chats"][0]["turns"][0]["message"]["text"] == "bare"
+    assert (read.status_code, read.data["uri"]) == (200, uri)
 
     sent = api().post(bare + "/messages", {"message": "slow"}, format="json")
     assert sent.status_code == 202, sent.content
