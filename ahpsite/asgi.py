@@ -9,7 +9,7 @@ django_http = get_asgi_application()
 
 from channels.routing import ProtocolTypeRouter  # noqa: E402
 
-from hosts.consumers import AhpConsumer  # noqa: E402
+from hosts.edge.consumer import AhpConsumer  # noqa: E402
 
 application = ProtocolTypeRouter(
     {

@@ -19,7 +19,6 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
-from . import access
 from .api.views import ws_url
 from .engine.grants import GrantError
 from .engine.sessions.records import iso
@@ -34,6 +33,7 @@ from .models import (
     Team,
     Token,
 )
+from .store import mint_token, validate_grants
 
 User = get_user_model()
 
@@ -106,7 +106,7 @@ MINTED_PAGE = """{% extends "admin/base_site.html" %}
 
 
 class MintTokenForm(forms.ModelForm):
-    """A new token: whose and what for. The secret is made by access.mint_token."""
+    """A new token: whose and what for. The secret is made by store.mint_token."""
 
     class Meta:
         model = Token
@@ -140,7 +140,7 @@ class TokenAdmin(admin.ModelAdmin):
         if change:
             super().save_model(request, obj, form, change)
             return
-        minted = access.mint_token(obj.user.get_username(), obj.name)
+        minted = mint_token(obj.user.get_username(), obj.name)
         for field in ("pk", "digest", "prefix", "created_at"):
             setattr(obj, field, getattr(minted.token, field))
         obj._state.adding = False
@@ -208,7 +208,7 @@ class RoleForm(forms.ModelForm):
         if not isinstance(grants, list) or not all(isinstance(g, str) for g in grants):
             raise forms.ValidationError("a JSON list of grants (strings)")
         try:
-            return list(dict.fromkeys(access.validate_grants(grants)))
+            return list(dict.fromkeys(validate_grants(grants)))
         except GrantError as error:
             raise forms.ValidationError(str(error)) from None
 

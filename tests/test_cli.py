@@ -8,7 +8,8 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
-from hosts import access
+from hosts import store
+from hosts.models import Token
 
 
 def run(*args: str) -> object:
@@ -30,13 +31,11 @@ def test_a_person_added_with_a_role_gets_a_token_shown_once():
     minted = run("user", "token", "ana", "--name", "laptop")
     assert set(minted) == {"id", "name", "token", "url"}
     assert minted["url"].endswith(f"/?tkn={minted['token']}")
-    principal = access.person_for_token(minted["token"])
+    principal = store.person_for_token(minted["token"])
     assert principal is not None and principal.ref == "user:ana"
     assert principal.may("session:create") and not principal.may("config:change")
     # Only the hash is kept.
-    assert minted["token"] not in json.dumps(
-        list(access.Token.objects.values("digest", "prefix", "name"))
-    )
+    assert minted["token"] not in json.dumps(list(Token.objects.values("digest", "prefix", "name")))
     assert run("user", "list")[0]["tokens"] == 1
 
 
@@ -61,7 +60,7 @@ def test_removing_a_person_ends_their_tokens():
     run("user", "add", "bo", "--role", "admin")
     token = run("user", "token", "bo")["token"]
     run("user", "rm", "bo")
-    assert access.person_for_token(token) is None
+    assert store.person_for_token(token) is None
 
 
 @pytest.mark.django_db

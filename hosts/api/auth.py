@@ -11,8 +11,9 @@ from rest_framework.authentication import BaseAuthentication, get_authorization_
 from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.request import Request
 
-from .. import access, door
+from ..edge import door
 from ..engine.principal import Principal, root
+from ..store import person_for_token
 
 #: Where the token a request offered is noted, for the challenge of its 401.
 _OFFERED = "_ahpd_offered_token"
@@ -20,14 +21,14 @@ _OFFERED = "_ahpd_offered_token"
 
 def host_name() -> str:
     """The name `root:<host>` says: the engine's own."""
-    from ..runtime import host_settings
+    from ..edge.runtime import host_settings
 
     return host_settings().host_name
 
 
 @cache
 def server_version() -> str:
-    from ..runtime import host_settings
+    from ..edge.runtime import host_settings
 
     return host_settings().server_version
 
@@ -68,7 +69,7 @@ def principal_for(token: str) -> Principal | None:
     """Root for the deployment's connection token, the person for theirs, None otherwise."""
     if door.connection_token() is not None and door.admits(token):
         return root(host_name())
-    return access.person_for_token(token)
+    return person_for_token(token)
 
 
 class BearerAuthentication(BaseAuthentication):

@@ -11,7 +11,6 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.validators import UniqueValidator
 
-from .. import access
 from ..engine.grants import GrantError
 from ..engine.sessions.records import iso
 from ..models import (
@@ -24,6 +23,7 @@ from ..models import (
     Team,
     Token,
 )
+from ..store import validate_grants
 
 User = get_user_model()
 
@@ -191,7 +191,7 @@ class RoleSerializer(serializers.ModelSerializer):
 
     def validate_grants(self, grants: list[str]) -> list[str]:
         try:
-            return list(dict.fromkeys(access.validate_grants(grants)))
+            return list(dict.fromkeys(validate_grants(grants)))
         except GrantError as error:
             raise serializers.ValidationError(str(error)) from None
 

@@ -1,4 +1,8 @@
-"""/api/...: the resources, the OpenAPI schema (/api/schema/) and its browsable pages."""
+"""/api/...: the resources, the OpenAPI schema (/api/schema/) and its browsable pages.
+
+Every route ends in a slash, as Django REST framework's do; the same path without it is served
+by the same view (hosts/api/trailing_slash.py). A session's URI is URL-encoded in the path.
+"""
 
 from __future__ import annotations
 
@@ -10,27 +14,29 @@ from . import views
 app_name = "api"
 
 urlpatterns = [
-    path("status", views.StatusView.as_view(), name="status"),
-    path("people", views.PeopleView.as_view(), name="people"),
-    path("people/<str:id>", views.PersonView.as_view(), name="person"),
-    path("people/<str:id>/tokens", views.TokensView.as_view(), name="tokens"),
-    path("people/<str:id>/tokens/<str:name>", views.TokenView.as_view(), name="token"),
-    path("teams", views.TeamsView.as_view(), name="teams"),
-    path("teams/<slug:slug>", views.TeamView.as_view(), name="team"),
-    path("projects", views.ProjectsView.as_view(), name="projects"),
-    path("projects/<slug:slug>", views.ProjectView.as_view(), name="project"),
-    path("roles", views.RolesView.as_view(), name="roles"),
-    path("roles/<slug:name>", views.RoleView.as_view(), name="role"),
-    path("config", views.ConfigView.as_view(), name="config"),
-    path("sessions", views.SessionsView.as_view(), name="sessions"),
+    path("status/", views.StatusView.as_view(), name="status"),
+    path("people/", views.PeopleView.as_view(), name="people"),
+    path("people/<str:id>/", views.PersonView.as_view(), name="person"),
+    path("people/<str:id>/tokens/", views.TokensView.as_view(), name="tokens"),
+    path("people/<str:id>/tokens/<str:name>/", views.TokenView.as_view(), name="token"),
+    path("teams/", views.TeamsView.as_view(), name="teams"),
+    path("teams/<slug:slug>/", views.TeamView.as_view(), name="team"),
+    path("projects/", views.ProjectsView.as_view(), name="projects"),
+    path("projects/<slug:slug>/", views.ProjectView.as_view(), name="project"),
+    path("roles/", views.RolesView.as_view(), name="roles"),
+    path("roles/<slug:name>/", views.RoleView.as_view(), name="role"),
+    path("config/", views.ConfigView.as_view(), name="config"),
+    path("sessions/", views.SessionsView.as_view(), name="sessions"),
     re_path(
-        r"^sessions/(?P<uri>.+)/messages$",
+        r"^sessions/(?P<uri>.+)/messages/$",
         views.SessionMessagesView.as_view(),
         name="session-messages",
     ),
     re_path(
-        r"^sessions/(?P<uri>.+)/cancel$", views.SessionCancelView.as_view(), name="session-cancel"
+        r"^sessions/(?P<uri>.+)/cancel/$",
+        views.SessionCancelView.as_view(),
+        name="session-cancel",
     ),
-    path("sessions/<path:uri>", views.SessionView.as_view(), name="session"),
+    path("sessions/<path:uri>/", views.SessionView.as_view(), name="session"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
 ]

@@ -23,12 +23,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from .. import access, runtime
+from ..edge import runtime
 from ..engine.principal import Principal
 from ..engine.services.calls import perform
 from ..models import Project, Role, RootConfig, StoredSession, StoredTurn, Team, Token
 from ..models import StoredChat as StoredChatModel
 from ..protocol.errors import ErrorCode, ProtocolError
+from ..store import mint_token
 from .auth import ApiUser, host_name, server_version
 from .permissions import SIGNED_IN
 from .serializers import (
@@ -178,7 +179,7 @@ class TokensView(generics.ListCreateAPIView):
         if Token.objects.filter(user=person, name=name).exists():
             raise exceptions.ValidationError(taken)
         try:
-            minted = access.mint_token(person.username, name)
+            minted = mint_token(person.username, name)
         except IntegrityError:
             raise exceptions.ValidationError(taken) from None
         context = {"secret": minted.secret, "url": ws_url(minted.secret)}

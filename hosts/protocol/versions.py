@@ -32,13 +32,17 @@ def parse_version(text: object) -> Version:
     return (int(match[1]), int(match[2]), int(match[3]))
 
 
-def _compatible(offered: Version, baseline: Version) -> bool:
-    """Caret-range compatibility: same major (for 0.x the same minor) and not older."""
+def in_caret_range(offered: Version, baseline: Version) -> bool:
+    """Whether `offered` lies in the caret range `^baseline`, as the specification's
+    negotiation reads a baseline: not older, and the same up to the baseline's first non-zero
+    part (`^1.0.0` is >=1.0.0 <2.0.0, `^0.9.0` is >=0.9.0 <0.10.0, `^0.0.3` is 0.0.3 only)."""
     if offered < baseline:
         return False
     if baseline[0] > 0:
         return offered[0] == baseline[0]
-    return offered[1] == baseline[1]
+    if baseline[1] > 0:
+        return offered[:2] == baseline[:2]
+    return offered == baseline
 
 
 _BASELINES: tuple[Version, ...] = tuple(parse_version(v) for v in SUPPORTED_VERSIONS)
@@ -54,7 +58,7 @@ def negotiate(offered: Sequence[object]) -> tuple[str, Version] | None:
     parsed = [(entry, parse_version(entry)) for entry in offered]
     best: tuple[str, Version] | None = None
     for entry, version in parsed:
-        if not any(_compatible(version, baseline) for baseline in _BASELINES):
+        if not any(in_caret_range(version, baseline) for baseline in _BASELINES):
             continue
         if best is None or version > best[1]:
             assert isinstance(entry, str)

@@ -12,7 +12,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import reverse
 
-from hosts import access
+from hosts import store
 from hosts.models import (
     Membership,
     Project,
@@ -42,12 +42,12 @@ def boss(client: Client) -> Client:
 @pytest.fixture
 def rows() -> dict[type, Any]:
     """One row of every model the admin shows."""
-    access.ensure_builtin_roles()
+    store.ensure_builtin_roles()
     ada = User.objects.create(username="ada")
     team = Team.objects.create(slug="core")
     project = Project.objects.create(slug="web", team=team)
     Membership.objects.create(user=ada, role=Role.objects.get(name="member"), team=team)
-    token = access.mint_token("ada", "laptop").token
+    token = store.mint_token("ada", "laptop").token
     session = StoredSession.objects.create(
         uri=SESSION,
         provider="fake",
@@ -113,13 +113,13 @@ def test_minting_a_token_shows_its_secret_once(boss: Client, rows: dict[type, An
     found = re.search(r'id="ahpd-secret"[^>]*value="([^"]+)"', page)
     assert found is not None
     secret = found.group(1)
-    assert secret.startswith(access.TOKEN_PREFIX)
+    assert secret.startswith(store.TOKEN_PREFIX)
     assert f"?tkn={secret}" in page
 
     token = Token.objects.get(user=ada, name="ci")
-    assert token.digest == access.digest(secret)
+    assert token.digest == store.digest(secret)
     assert token.prefix == secret[:10]
-    assert access.person_for_token(secret) is not None
+    assert store.person_for_token(secret) is not None
 
     for page_url in (url(Token, "changelist"), url(Token, "change", token.pk)):
         shown = boss.get(page_url).content.decode()

@@ -9,13 +9,16 @@ from urllib.parse import quote
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.urls import URLPattern, reverse
 from drf_spectacular.drainage import GENERATOR_STATS
 from drf_spectacular.generators import SchemaGenerator
 from drf_spectacular.validation import validate_schema
 from rest_framework.test import APIClient
 
-from hosts import access, door
+from hosts import store
+from hosts.api import urls as api_urls
 from hosts.api.auth import host_name
+from hosts.edge import door
 from hosts.models import (
     Membership,
     Project,
@@ -40,7 +43,7 @@ def connection_token(settings: Any) -> Iterator[str]:
     settings.AHPD_CONNECTION_TOKEN_FILE = None
     settings.AHPD_WITHOUT_CONNECTION_TOKEN = False
     door.connection_token.cache_clear()
-    access.ensure_builtin_roles()
+    store.ensure_builtin_roles()
     yield ROOT
     door.connection_token.cache_clear()
 
@@ -57,7 +60,7 @@ def person(user_id: str, *roles: str) -> str:
     user = User.objects.create(username=user_id)
     for name in roles:
         Membership.objects.create(user=user, role=Role.objects.get(name=name))
-    return access.mint_token(user_id, "laptop").secret
+    return store.mint_token(user_id, "laptop").secret
 
 
 def stored_session(title: str = "a session", modified_ms: int = 2_000, owner: str = "") -> str:
@@ -86,7 +89,7 @@ def stored_session(title: str = "a session", modified_ms: int = 2_000, owner: st
 
 
 def session_path(uri: str) -> str:
-    return "/api/sessions/" + quote(uri, safe="")
+    return "/api/sessions/" + quote(uri, safe="") + "/"
 
 
 @pytest.fixture
@@ -98,7 +101,7 @@ def root() -> APIClient:
 
 
 def test_no_token_is_401_with_a_bearer_challenge() -> None:
-    response = client().get("/api/status")
+    response = client().get("/api/status/")
     assert response.status_code == 401
     assert response["WWW-Authenticate"] == 'Bearer realm="ahpd"'
 
@@ -107,19 +110,19 @@ def test_no_token_is_401_with_a_bearer_challenge() -> None:
 def test_a_wrong_token_or_scheme_is_401(header: str) -> None:
     api = APIClient()
     api.credentials(HTTP_AUTHORIZATION=header)
-    response = api.get("/api/people")
+    response = api.get("/api/people/")
     assert response.status_code == 401
     assert response["WWW-Authenticate"].startswith('Bearer realm="ahpd"')
 
 
 def test_a_query_token_does_not_sign_the_api_in() -> None:
-    assert client().get(f"/api/status?tkn={ROOT}").status_code == 401
+    assert client().get(f"/api/status/?tkn={ROOT}").status_code == 401
 
 
 def test_status_says_who_asks(root: APIClient) -> None:
     stored_session()
     person("ada", "member")
-    body = root.get("/api/status").json()
+    body = root.get("/api/status/").json()
     assert body["host"] == host_name()
     assert body["principal"] == f"root:{host_name()}"
     assert body["grants"] == ["*:*"]
@@ -128,37 +131,37 @@ def test_status_says_who_asks(root: APIClient) -> None:
 
 
 def test_status_needs_no_grant() -> None:
-    body = client(person("nobody")).get("/api/status").json()
+    body = client(person("nobody")).get("/api/status/").json()
     assert body["principal"] == "user:nobody"
     assert body["grants"] == []
 
 
 def test_a_revoked_token_is_401(root: APIClient) -> None:
     secret = person("ada", "admin")
-    assert client(secret).get("/api/people").status_code == 200
-    assert root.delete("/api/people/ada/tokens/laptop").status_code == 204
-    response = client(secret).get("/api/status")
+    assert client(secret).get("/api/people/").status_code == 200
+    assert root.delete("/api/people/ada/tokens/laptop/").status_code == 204
+    response = client(secret).get("/api/status/")
     assert response.status_code == 401
     assert 'error="invalid_token"' in response["WWW-Authenticate"]
 
 
 def test_an_inactive_persons_token_is_401(root: APIClient) -> None:
     secret = person("ada", "member")
-    assert root.patch("/api/people/ada", {"is_active": False}, format="json").status_code == 200
-    assert client(secret).get("/api/status").status_code == 401
+    assert root.patch("/api/people/ada/", {"is_active": False}, format="json").status_code == 200
+    assert client(secret).get("/api/status/").status_code == 401
 
 
 def test_grants_are_read_fresh_on_every_request(root: APIClient) -> None:
     secret = person("ada", "guest")
-    assert client(secret).get("/api/people").status_code == 403
-    assert root.patch("/api/people/ada", {"roles": ["admin"]}, format="json").status_code == 200
-    assert client(secret).get("/api/people").status_code == 200
+    assert client(secret).get("/api/people/").status_code == 403
+    assert root.patch("/api/people/ada/", {"roles": ["admin"]}, format="json").status_code == 200
+    assert client(secret).get("/api/people/").status_code == 200
 
 
 def test_using_a_token_notes_when(root: APIClient) -> None:
     secret = person("ada", "member")
-    client(secret).get("/api/status")
-    listed = root.get("/api/people/ada/tokens").json()
+    client(secret).get("/api/status/")
+    listed = root.get("/api/people/ada/tokens/").json()
     assert listed[0]["last_used_at"] is not None
 
 
@@ -168,21 +171,21 @@ def test_using_a_token_notes_when(root: APIClient) -> None:
 def test_a_member_reads_sessions_but_may_not_create_people() -> None:
     uri = stored_session()
     member = client(person("mia", "member"))
-    assert member.get("/api/sessions").status_code == 200
+    assert member.get("/api/sessions/").status_code == 200
     assert member.get(session_path(uri)).status_code == 200
-    response = member.post("/api/people", {"id": "eve"}, format="json")
+    response = member.post("/api/people/", {"id": "eve"}, format="json")
     assert response.status_code == 403
     assert response.json() == {"detail": "user:mia may not user:create here"}
-    assert member.get("/api/config").status_code == 403
+    assert member.get("/api/config/").status_code == 403
     assert not User.objects.filter(username="eve").exists()
 
 
 def test_a_guest_reads_sessions_and_nothing_else() -> None:
     uri = stored_session()
     guest = client(person("gus", "guest"))
-    assert guest.get("/api/sessions").status_code == 200
+    assert guest.get("/api/sessions/").status_code == 200
     assert guest.get(session_path(uri)).status_code == 200
-    for path in ("/api/people", "/api/teams", "/api/projects", "/api/roles", "/api/config"):
+    for path in ("/api/people/", "/api/teams/", "/api/projects/", "/api/roles/", "/api/config/"):
         response = guest.get(path)
         assert response.status_code == 403, path
         assert response.json()["detail"].startswith("user:gus may not ")
@@ -191,31 +194,31 @@ def test_a_guest_reads_sessions_and_nothing_else() -> None:
 def every_request() -> list[tuple[str, str, dict[str, Any] | None, str]]:
     """(method, path, body, the grant it needs) for every endpoint but status and schema."""
     return [
-        ("get", "/api/people", None, "user:read"),
-        ("post", "/api/people", {"id": "new"}, "user:create"),
-        ("get", "/api/people/ada", None, "user:read"),
-        ("patch", "/api/people/ada", {"email": "a@example.org"}, "user:update"),
-        ("delete", "/api/people/ada", None, "user:remove"),
-        ("get", "/api/people/ada/tokens", None, "user:read"),
-        ("post", "/api/people/ada/tokens", {"name": "ci"}, "user:token"),
-        ("delete", "/api/people/ada/tokens/laptop", None, "user:token"),
-        ("get", "/api/teams", None, "team:read"),
-        ("post", "/api/teams", {"slug": "new"}, "team:create"),
-        ("get", "/api/teams/core", None, "team:read"),
-        ("patch", "/api/teams/core", {"name": "Core"}, "team:update"),
-        ("delete", "/api/teams/core", None, "team:remove"),
-        ("get", "/api/projects", None, "project:read"),
-        ("post", "/api/projects", {"slug": "new", "team": "core"}, "project:create"),
-        ("get", "/api/projects/web", None, "project:read"),
-        ("patch", "/api/projects/web", {"name": "Web"}, "project:update"),
-        ("delete", "/api/projects/web", None, "project:remove"),
-        ("get", "/api/roles", None, "role:read"),
-        ("post", "/api/roles", {"name": "new", "grants": []}, "role:create"),
-        ("get", "/api/roles/ops", None, "role:read"),
-        ("patch", "/api/roles/ops", {"grants": []}, "role:update"),
-        ("delete", "/api/roles/ops", None, "role:remove"),
-        ("get", "/api/config", None, "config:settings"),
-        ("get", "/api/sessions", None, "session:list"),
+        ("get", "/api/people/", None, "user:read"),
+        ("post", "/api/people/", {"id": "new"}, "user:create"),
+        ("get", "/api/people/ada/", None, "user:read"),
+        ("patch", "/api/people/ada/", {"email": "a@example.org"}, "user:update"),
+        ("delete", "/api/people/ada/", None, "user:remove"),
+        ("get", "/api/people/ada/tokens/", None, "user:read"),
+        ("post", "/api/people/ada/tokens/", {"name": "ci"}, "user:token"),
+        ("delete", "/api/people/ada/tokens/laptop/", None, "user:token"),
+        ("get", "/api/teams/", None, "team:read"),
+        ("post", "/api/teams/", {"slug": "new"}, "team:create"),
+        ("get", "/api/teams/core/", None, "team:read"),
+        ("patch", "/api/teams/core/", {"name": "Core"}, "team:update"),
+        ("delete", "/api/teams/core/", None, "team:remove"),
+        ("get", "/api/projects/", None, "project:read"),
+        ("post", "/api/projects/", {"slug": "new", "team": "core"}, "project:create"),
+        ("get", "/api/projects/web/", None, "project:read"),
+        ("patch", "/api/projects/web/", {"name": "Web"}, "project:update"),
+        ("delete", "/api/projects/web/", None, "project:remove"),
+        ("get", "/api/roles/", None, "role:read"),
+        ("post", "/api/roles/", {"name": "new", "grants": []}, "role:create"),
+        ("get", "/api/roles/ops/", None, "role:read"),
+        ("patch", "/api/roles/ops/", {"grants": []}, "role:update"),
+        ("delete", "/api/roles/ops/", None, "role:remove"),
+        ("get", "/api/config/", None, "config:settings"),
+        ("get", "/api/sessions/", None, "session:list"),
         ("get", "SESSION", None, "session:state"),
     ]
 
@@ -236,7 +239,7 @@ def test_a_person_with_no_role_is_refused_everywhere_but_status(
     response = getattr(nobody, method)(path, body, format="json")
     assert response.status_code == 403
     assert response.json() == {"detail": f"user:nobody may not {needed} here"}
-    assert nobody.get("/api/status").status_code == 200
+    assert nobody.get("/api/status/").status_code == 200
 
 
 @pytest.mark.parametrize(
@@ -258,15 +261,15 @@ def test_root_may_do_everything(
 def test_a_role_of_ones_own_grants_opens_just_those() -> None:
     Role.objects.create(name="teamlead", grants=["team:read", "team:create"])
     lead = client(person("lea", "teamlead"))
-    assert lead.post("/api/teams", {"slug": "core"}, format="json").status_code == 201
-    assert lead.get("/api/teams/core").status_code == 200
-    refused = lead.delete("/api/teams/core")
+    assert lead.post("/api/teams/", {"slug": "core"}, format="json").status_code == 201
+    assert lead.get("/api/teams/core/").status_code == 200
+    refused = lead.delete("/api/teams/core/")
     assert refused.json() == {"detail": "user:lea may not team:remove here"}
 
 
 def test_put_is_not_an_answer(root: APIClient) -> None:
     Team.objects.create(slug="core")
-    assert root.put("/api/teams/core", {"slug": "core"}, format="json").status_code == 405
+    assert root.put("/api/teams/core/", {"slug": "core"}, format="json").status_code == 405
 
 
 # -- people and tokens -----------------------------------------------------------------------
@@ -274,7 +277,7 @@ def test_put_is_not_an_answer(root: APIClient) -> None:
 
 def test_people_are_made_read_changed_and_removed(root: APIClient) -> None:
     made = root.post(
-        "/api/people",
+        "/api/people/",
         {"id": "ada", "email": "ada@example.org", "roles": ["member", "guest"]},
         format="json",
     )
@@ -282,32 +285,32 @@ def test_people_are_made_read_changed_and_removed(root: APIClient) -> None:
     assert made.json()["roles"] == ["guest", "member"]
     user = User.objects.get(username="ada")
     assert not user.has_usable_password()
-    assert access.grants_of(user.pk)
+    assert store.grants_of(user.pk)
 
-    listed = root.get("/api/people").json()
+    listed = root.get("/api/people/").json()
     assert [(p["id"], p["roles"], p["is_active"]) for p in listed] == [
         ("ada", ["guest", "member"], True)
     ]
-    one = root.get("/api/people/ada").json()
+    one = root.get("/api/people/ada/").json()
     assert one["email"] == "ada@example.org"
     assert {m["role"] for m in one["memberships"]} == {"guest", "member"}
 
-    changed = root.patch("/api/people/ada", {"roles": ["admin"]}, format="json")
+    changed = root.patch("/api/people/ada/", {"roles": ["admin"]}, format="json")
     assert changed.json()["roles"] == ["admin"]
-    assert root.patch("/api/people/ada", {"id": "bob"}, format="json").status_code == 400
+    assert root.patch("/api/people/ada/", {"id": "bob"}, format="json").status_code == 400
 
-    assert root.delete("/api/people/ada").status_code == 204
-    assert root.get("/api/people/ada").status_code == 404
+    assert root.delete("/api/people/ada/").status_code == 204
+    assert root.get("/api/people/ada/").status_code == 404
 
 
 def test_a_person_needs_a_fresh_id_and_known_roles(root: APIClient) -> None:
     person("ada")
-    taken = root.post("/api/people", {"id": "ada"}, format="json")
+    taken = root.post("/api/people/", {"id": "ada"}, format="json")
     assert taken.status_code == 400 and "id" in taken.json()
-    bad = root.post("/api/people", {"id": "bob", "roles": ["overlord"]}, format="json")
+    bad = root.post("/api/people/", {"id": "bob", "roles": ["overlord"]}, format="json")
     assert bad.status_code == 400
     assert "overlord" in str(bad.json()["roles"])
-    assert root.post("/api/people", {"id": "no spaces"}, format="json").status_code == 400
+    assert root.post("/api/people/", {"id": "no spaces"}, format="json").status_code == 400
 
 
 def test_team_scoped_memberships_outlast_a_change_of_host_wide_roles(root: APIClient) -> None:
@@ -316,7 +319,7 @@ def test_team_scoped_memberships_outlast_a_change_of_host_wide_roles(root: APICl
     Membership.objects.create(
         user=User.objects.get(username="ada"), role=Role.objects.get(name="member"), team=team
     )
-    body = root.patch("/api/people/ada", {"roles": []}, format="json").json()
+    body = root.patch("/api/people/ada/", {"roles": []}, format="json").json()
     assert body["roles"] == []
     assert body["memberships"] == [
         {"role": "member", "team": "core", "project": None, "primary": False}
@@ -326,20 +329,20 @@ def test_team_scoped_memberships_outlast_a_change_of_host_wide_roles(root: APICl
 def test_minting_shows_the_secret_once_then_only_the_prefix(root: APIClient, settings: Any) -> None:
     settings.AHPD_HOST, settings.AHPD_PORT = "10.0.0.5", 9999
     person("ada")
-    minted = root.post("/api/people/ada/tokens", {"name": "ci"}, format="json")
+    minted = root.post("/api/people/ada/tokens/", {"name": "ci"}, format="json")
     assert minted.status_code == 201
     assert "no-store" in minted["Cache-Control"]
     body = minted.json()
     secret = body["token"]
-    assert secret.startswith(access.TOKEN_PREFIX)
+    assert secret.startswith(store.TOKEN_PREFIX)
     assert body["url"] == f"ws://10.0.0.5:9999/?tkn={secret}"
     assert body["prefix"] == secret[:10]
     assert not secret.startswith(body["prefix"] + "x")
 
     token = Token.objects.get(user__username="ada", name="ci")
-    assert token.digest == access.digest(secret) and secret not in token.digest
+    assert token.digest == store.digest(secret) and secret not in token.digest
 
-    listed = root.get("/api/people/ada/tokens")
+    listed = root.get("/api/people/ada/tokens/")
     assert secret not in listed.content.decode()
     assert [t["name"] for t in listed.json()] == ["laptop", "ci"]
     assert listed.json()[1] == {
@@ -349,27 +352,27 @@ def test_minting_shows_the_secret_once_then_only_the_prefix(root: APIClient, set
         "last_used_at": None,
         "revoked_at": None,
     }
-    assert client(secret).get("/api/status").json()["principal"] == "user:ada"
+    assert client(secret).get("/api/status/").json()["principal"] == "user:ada"
 
 
 def test_a_token_name_is_one_per_person(root: APIClient) -> None:
     person("ada")
-    again = root.post("/api/people/ada/tokens", {"name": "laptop"}, format="json")
+    again = root.post("/api/people/ada/tokens/", {"name": "laptop"}, format="json")
     assert again.status_code == 400
     assert "laptop" in str(again.json()["name"])
-    assert root.post("/api/people/ada/tokens", {}, format="json").status_code == 400
-    assert root.post("/api/people/nobody/tokens", {"name": "x"}, format="json").status_code == 404
+    assert root.post("/api/people/ada/tokens/", {}, format="json").status_code == 400
+    assert root.post("/api/people/nobody/tokens/", {"name": "x"}, format="json").status_code == 404
 
 
 def test_revoking_is_kept_and_said_once(root: APIClient) -> None:
     person("ada")
-    assert root.delete("/api/people/ada/tokens/laptop").status_code == 204
+    assert root.delete("/api/people/ada/tokens/laptop/").status_code == 204
     revoked_at = Token.objects.get(name="laptop").revoked_at
     assert revoked_at is not None
-    assert root.delete("/api/people/ada/tokens/laptop").status_code == 204
+    assert root.delete("/api/people/ada/tokens/laptop/").status_code == 204
     assert Token.objects.get(name="laptop").revoked_at == revoked_at
-    assert root.get("/api/people/ada/tokens").json()[0]["revoked_at"] is not None
-    assert root.delete("/api/people/ada/tokens/other").status_code == 404
+    assert root.get("/api/people/ada/tokens/").json()[0]["revoked_at"] is not None
+    assert root.delete("/api/people/ada/tokens/other/").status_code == 404
 
 
 # -- teams, projects, roles ------------------------------------------------------------------
@@ -377,27 +380,27 @@ def test_revoking_is_kept_and_said_once(root: APIClient) -> None:
 
 def test_teams_and_projects(root: APIClient) -> None:
     assert (
-        root.post("/api/teams", {"slug": "core", "name": "Core"}, format="json").status_code == 201
+        root.post("/api/teams/", {"slug": "core", "name": "Core"}, format="json").status_code == 201
     )
-    made = root.post("/api/projects", {"slug": "web", "team": "core"}, format="json")
+    made = root.post("/api/projects/", {"slug": "web", "team": "core"}, format="json")
     assert made.status_code == 201
     assert made.json() == {"slug": "web", "name": "", "team": "core"}
-    assert root.get("/api/teams/core").json() == {
+    assert root.get("/api/teams/core/").json() == {
         "slug": "core",
         "name": "Core",
         "projects": ["web"],
     }
-    assert [p["slug"] for p in root.get("/api/projects").json()] == ["web"]
-    nowhere = root.post("/api/projects", {"slug": "api", "team": "nope"}, format="json")
+    assert [p["slug"] for p in root.get("/api/projects/").json()] == ["web"]
+    nowhere = root.post("/api/projects/", {"slug": "api", "team": "nope"}, format="json")
     assert nowhere.status_code == 400
-    assert root.patch("/api/projects/web", {"name": "Web"}, format="json").json()["name"] == "Web"
-    assert root.delete("/api/teams/core").status_code == 204
-    assert root.get("/api/projects/web").status_code == 404
+    assert root.patch("/api/projects/web/", {"name": "Web"}, format="json").json()["name"] == "Web"
+    assert root.delete("/api/teams/core/").status_code == 204
+    assert root.get("/api/projects/web/").status_code == 404
 
 
 def test_roles_have_their_grants_checked(root: APIClient) -> None:
     made = root.post(
-        "/api/roles", {"name": "ops", "grants": ["session:*", "config:settings"]}, format="json"
+        "/api/roles/", {"name": "ops", "grants": ["session:*", "config:settings"]}, format="json"
     )
     assert made.status_code == 201
     assert made.json() == {
@@ -405,21 +408,22 @@ def test_roles_have_their_grants_checked(root: APIClient) -> None:
         "grants": ["session:*", "config:settings"],
         "builtin": False,
     }
-    bad = root.post("/api/roles", {"name": "bad", "grants": ["session:fly"]}, format="json")
+    bad = root.post("/api/roles/", {"name": "bad", "grants": ["session:fly"]}, format="json")
     assert bad.status_code == 400
     assert "session:fly" in str(bad.json()["grants"])
-    bad = root.patch("/api/roles/ops", {"grants": ["wizard:read"]}, format="json")
+    bad = root.patch("/api/roles/ops/", {"grants": ["wizard:read"]}, format="json")
     assert bad.status_code == 400 and "wizard:read" in str(bad.json()["grants"])
-    assert [r["name"] for r in root.get("/api/roles").json()] == ["admin", "guest", "member", "ops"]
-    assert root.delete("/api/roles/ops").status_code == 204
+    names = [r["name"] for r in root.get("/api/roles/").json()]
+    assert names == ["admin", "guest", "member", "ops"]
+    assert root.delete("/api/roles/ops/").status_code == 204
 
 
 @pytest.mark.parametrize("name", ["admin", "member", "guest"])
 def test_built_in_roles_are_neither_changed_nor_removed(root: APIClient, name: str) -> None:
-    removed = root.delete(f"/api/roles/{name}")
+    removed = root.delete(f"/api/roles/{name}/")
     assert removed.status_code == 409
     assert name in removed.json()["detail"]
-    assert root.patch(f"/api/roles/{name}", {"grants": []}, format="json").status_code == 409
+    assert root.patch(f"/api/roles/{name}/", {"grants": []}, format="json").status_code == 409
     assert Role.objects.get(name=name).grants
 
 
@@ -427,15 +431,15 @@ def test_built_in_roles_are_neither_changed_nor_removed(root: APIClient, name: s
 
 
 def test_root_config(root: APIClient) -> None:
-    assert root.get("/api/config").json() == {"values": {}}
+    assert root.get("/api/config/").json() == {"values": {}}
     RootConfig.objects.create(key="root", values={"workspaceTrust": True})
-    assert root.get("/api/config").json() == {"values": {"workspaceTrust": True}}
+    assert root.get("/api/config/").json() == {"values": {"workspaceTrust": True}}
 
 
 def test_sessions_most_recently_modified_first(root: APIClient) -> None:
     older = stored_session("older", modified_ms=5_000, owner="user:ada")
     newer = stored_session("newer", modified_ms=9_000)
-    listed = root.get("/api/sessions").json()
+    listed = root.get("/api/sessions/").json()
     assert [s["uri"] for s in listed] == [newer, older]
     assert listed[1] == {
         "uri": older,
@@ -467,7 +471,7 @@ def test_the_openapi_schema_validates_and_generates_without_warnings() -> None:
     assert response.status_code == 200
     schema = response.json()
     validate_schema(schema)
-    assert "/api/sessions/{uri}" in schema["paths"]
+    assert "/api/sessions/{uri}/" in schema["paths"]
     assert "bearerAuth" in schema["components"]["securitySchemes"]
 
     GENERATOR_STATS._warn_cache.clear()
@@ -477,17 +481,70 @@ def test_the_openapi_schema_validates_and_generates_without_warnings() -> None:
 
 
 def test_the_browsable_api_answers_html(root: APIClient) -> None:
-    for path in ("/api/status", "/api/people", "/api/roles", "/api/sessions"):
+    for path in ("/api/status/", "/api/people/", "/api/roles/", "/api/sessions/"):
         response = root.get(path, HTTP_ACCEPT="text/html")
         assert response.status_code == 200, path
         assert response["Content-Type"].startswith("text/html")
 
 
 def test_the_api_takes_json_only(root: APIClient) -> None:
-    response = root.post("/api/teams", {"slug": "core"})  # multipart
+    response = root.post("/api/teams/", {"slug": "core"})  # multipart
     assert response.status_code == 415
 
 
 def test_a_foreign_host_header_is_400(root: APIClient) -> None:
-    assert root.get("/api/status", HTTP_HOST="evil.example").status_code == 400
-    assert root.get("/api/status", HTTP_HOST="localhost").status_code == 200
+    assert root.get("/api/status/", HTTP_HOST="evil.example").status_code == 400
+    assert root.get("/api/status/", HTTP_HOST="localhost").status_code == 200
+
+
+# -- paths: DRF's trailing slash, and the same path without it -------------------------------
+
+
+def test_every_route_reverse_and_the_schema_end_in_a_slash(root: APIClient) -> None:
+    patterns = [p for p in api_urls.urlpatterns if isinstance(p, URLPattern)]
+    assert patterns and all(str(p.pattern).rstrip("$").endswith("/") for p in patterns)
+    assert reverse("api:sessions") == "/api/sessions/"
+    assert reverse("api:session-cancel", kwargs={"uri": "ahp-session:/a"}).endswith("/cancel/")
+    paths = root.get("/api/schema/?format=json").json()["paths"]
+    assert paths and all(path.endswith("/") for path in paths)
+
+
+def test_every_get_answers_the_same_with_or_without_the_trailing_slash(root: APIClient) -> None:
+    uri = stored_session()
+    person("ada", "member")
+    Team.objects.create(slug="core", name="core")
+    Project.objects.create(slug="web", name="web", team=Team.objects.get(slug="core"))
+    routes = [
+        "status/",
+        "people/",
+        "people/ada/",
+        "people/ada/tokens/",
+        "teams/",
+        "teams/core/",
+        "projects/",
+        "projects/web/",
+        "roles/",
+        "roles/admin/",
+        "config/",
+        "sessions/",
+        "sessions/" + quote(uri, safe="") + "/",
+        "schema/",
+    ]
+    for route in routes:
+        slashed = root.get("/api/" + route, HTTP_ACCEPT="application/json")
+        bare = root.get("/api/" + route.removesuffix("/"), HTTP_ACCEPT="application/json")
+        assert slashed.status_code == bare.status_code == 200, route
+        assert slashed.content == bare.content, route
+
+
+def test_a_post_without_the_trailing_slash_keeps_its_body(root: APIClient) -> None:
+    bare = root.post("/api/teams", {"slug": "core", "name": "Core"}, format="json")
+    slashed = root.post("/api/teams/", {"slug": "web", "name": "Web"}, format="json")
+    assert (bare.status_code, slashed.status_code) == (201, 201)
+    assert bare.json()["name"] == "Core" and slashed.json()["name"] == "Web"
+    assert sorted(Team.objects.values_list("slug", flat=True)) == ["core", "web"]
+
+
+def test_an_unknown_api_path_is_404_either_way(root: APIClient) -> None:
+    assert root.get("/api/nothing").status_code == 404
+    assert root.get("/api/nothing/").status_code == 404

@@ -14,7 +14,8 @@ from asgiref.sync import sync_to_async
 from django.db import connections
 from rest_framework.test import APIClient
 
-from hosts import access, door, runtime
+from hosts import store
+from hosts.edge import door, runtime
 from hosts.engine.host import Host
 from tests.support.agents import local_agent_config
 from tests.support.fake_openai import FakeOpenAi
@@ -35,7 +36,7 @@ def engine(settings: Any, tmp_path: Any) -> Iterator[None]:
     settings.AHPD_WITHOUT_CONNECTION_TOKEN = False
     door.connection_token.cache_clear()
     runtime.configured_agents.cache_clear()
-    access.ensure_builtin_roles()
+    store.ensure_builtin_roles()
     yield
 
     async def stop(host: Host) -> None:
@@ -72,12 +73,12 @@ def turn_ended(chat: str) -> None:
 
 
 def path(uri: str, tail: str = "") -> str:
-    return "/api/sessions/" + quote(uri, safe="") + tail
+    return "/api/sessions/" + quote(uri, safe="") + tail + "/"
 
 
 def test_a_session_is_made_messaged_stopped_and_disposed_over_the_api(engine, tmp_path):
     made = api().post(
-        "/api/sessions",
+        "/api/sessions/",
         {"provider": "local", "workingDirectories": [tmp_path.as_uri()], "message": "hello api"},
         format="json",
     )
@@ -111,17 +112,17 @@ def test_session_work_is_held_to_grants_and_owners(engine, tmp_path):
 
     user = get_user_model().objects.create(username="max")
     Membership.objects.create(user=user, role=Role.objects.get(name="member"))
-    member = access.mint_token("max", "laptop").secret
+    member = store.mint_token("max", "laptop").secret
     guest_user = get_user_model().objects.create(username="gus")
     Membership.objects.create(user=guest_user, role=Role.objects.get(name="guest"))
-    guest = access.mint_token("gus", "laptop").secret
+    guest = store.mint_token("gus", "laptop").secret
 
-    refused = api(guest).post("/api/sessions", {"message": "hi"}, format="json")
+    refused = api(guest).post("/api/sessions/", {"message": "hi"}, format="json")
     assert refused.status_code == 403
     assert refused.data["detail"] == "user:gus may not session:create here"
 
     made = api().post(
-        "/api/sessions",
+        "/api/sessions/",
         {"message": "root's", "workingDirectories": [tmp_path.as_uri()]},
         format="json",
     )
@@ -132,5 +133,28 @@ def test_session_work_is_held_to_grants_and_owners(engine, tmp_path):
     )
     assert missing.status_code == 404
     assert missing.data["detail"] == "Session not found: ahp-session:/nope"
-    unknown = api().post("/api/sessions", {"message": "x", "provider": "nobody"}, format="json")
+    unknown = api().post("/api/sessions/", {"message": "x", "provider": "nobody"}, format="json")
     assert unknown.status_code == 400
+
+
+def test_session_work_answers_without_the_trailing_slash_too(engine, tmp_path):
+    made = api().post(
+        "/api/sessions",
+        {"provider": "local", "workingDirectories": [tmp_path.as_uri()], "message": "bare"},
+        format="json",
+    )
+    assert made.status_code == 201, made.content
+    uri, chat = made.data["uri"], made.data["chat"]
+    turn_ended(chat)
+    bare = path(uri).removesuffix("/")
+    read = api().get(bare)
+    assert (read.status_code, read.data["uri"]) == (200, uri)
+
+    sent = api().post(bare + "/messages", {"message": "slow"}, format="json")
+    assert sent.status_code == 202, sent.content
+    stopped = api().post(bare + "/cancel")
+    assert stopped.status_code == 200
+    assert stopped.data == {"cancelled": [sent.data["turnId"]]}
+    turn_ended(chat)
+    assert api().delete(bare).status_code == 204
+    assert api().get(bare).status_code == 404

@@ -44,6 +44,17 @@ async def test_initialize_with_no_common_version_is_refused_with_the_supported_l
     assert (await client.initialize(["1.0.0"]))["protocolVersion"] == "1.0.0"
 
 
+async def test_an_offer_of_a_future_major_is_refused_though_its_minor_is_a_baselines(
+    server, connect
+):
+    # 9.9.9 shares 0.9.0's minor, but ^0.9.0 is >=0.9.0 <0.10.0: no baseline's range holds it.
+    client = await connect(server.url)
+    with pytest.raises(RpcError) as refused:
+        await client.initialize(["9.9.9"])
+    assert refused.value.code == -32005
+    assert refused.value.data == {"supportedVersions": ["1.0.0", "0.10.0", "0.9.0"]}
+
+
 @pytest.mark.parametrize("entry", ["1.0", "01.0.0", "1.0.0-beta", "1.0.0+build", 7])
 async def test_an_entry_that_is_not_major_minor_patch_is_invalid_params_naming_it(
     server, connect, entry

@@ -1,4 +1,4 @@
-"""JSON-RPC framing and version negotiation, as pure functions."""
+"""JSON-RPC framing, as pure functions."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import pytest
 
 from hosts.protocol import jsonrpc
 from hosts.protocol.errors import ErrorCode
-from hosts.protocol.versions import VersionFormatError, negotiate
 
 
 def test_a_request_and_a_notification_are_told_apart():
@@ -34,14 +33,3 @@ def test_malformed_frames_raise_the_right_code(text, code):
     with pytest.raises(jsonrpc.FrameError) as raised:
         jsonrpc.parse(text)
     assert raised.value.code == code
-
-
-def test_negotiation_picks_the_highest_compatible_offer_whatever_the_order():
-    assert negotiate(["0.9.0", "0.10.0", "1.0.0"]) == ("1.0.0", (1, 0, 0))
-    assert negotiate(["0.10.2"]) == ("0.10.2", (0, 10, 2))
-    assert negotiate(["0.11.0", "2.0.0"]) is None
-
-
-def test_a_malformed_entry_is_reported_even_beside_a_good_one():
-    with pytest.raises(VersionFormatError):
-        negotiate(["1.0.0", "v1"])

@@ -22,8 +22,8 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
-from hosts import access
 from hosts.models import Membership, Project, Role, Team
+from hosts.store import ensure_builtin_roles, mint_token
 
 
 class Command(BaseCommand):
@@ -69,7 +69,7 @@ class Command(BaseCommand):
         role.add_parser("list", parents=[common])
 
     def handle(self, *args: Any, **options: Any) -> None:
-        access.ensure_builtin_roles()
+        ensure_builtin_roles()
         handler = getattr(self, f"_{options['noun']}_{options['verb']}")
         result = handler(options)
         if options["json"]:
@@ -110,7 +110,7 @@ class Command(BaseCommand):
     def _user_token(self, options: dict[str, Any]) -> dict[str, Any]:
         if not get_user_model().objects.filter(username=options["id"]).exists():
             raise CommandError(f"no person {options['id']!r}")
-        minted = access.mint_token(options["id"], options["name"])
+        minted = mint_token(options["id"], options["name"])
         host = settings.AHPD_HOST
         shown = f"[{host}]" if ":" in host else host
         url = f"ws://{shown}:{settings.AHPD_PORT}/?tkn={minted.secret}"

@@ -8,6 +8,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
+from django.db import DatabaseError
 
 from ahpsite.env import EnvError
 
@@ -16,10 +17,10 @@ class Command(BaseCommand):
     help = "Serve the AHP WebSocket (and the HTTP API and admin) on AHPD_HOST:AHPD_PORT."
 
     def handle(self, *args: Any, **options: Any) -> None:
-        from hosts import door
         from hosts.backends.config import ConfigError
-        from hosts.runtime import configured_agents
-        from hosts.serving import build_server
+        from hosts.edge import door
+        from hosts.edge.daphne_server import build_server, reactor_loop
+        from hosts.edge.runtime import configured_agents
 
         try:
             token = door.connection_token()
@@ -27,21 +28,28 @@ class Command(BaseCommand):
         except (EnvError, ConfigError) as exc:
             raise CommandError(str(exc)) from None
 
+        from twisted.internet import reactor
+        from twisted.internet.defer import Deferred
+
         from ahpsite.asgi import application
-        from hosts.runtime import get_host, shutdown
+        from hosts.edge.runtime import get_host, shutdown
+
+        # The engine reads the store (root config and every session kept) on the loop daphne
+        # will run, before the port opens: a client that connects once "serving" is printed is
+        # let in at once, not held at its upgrade until that read is done.
+        try:
+            reactor_loop().run_until_complete(get_host())
+        except DatabaseError as exc:
+            raise CommandError(f"the store could not be read ({exc}): has migrate run?") from None
+        # Let it write what it owes before the reactor stops.
+        reactor.addSystemEventTrigger(
+            "before", "shutdown", lambda: Deferred.fromFuture(asyncio.ensure_future(shutdown()))
+        )
 
         host, port = settings.AHPD_HOST, settings.AHPD_PORT
 
         def ready(server: Any) -> None:
-            from twisted.internet import reactor
-            from twisted.internet.defer import Deferred
-
-            # Open the engine as the loop starts, so root config is read before anyone asks,
-            # and let it write what it owes before the reactor stops.
-            reactor.callWhenRunning(lambda: asyncio.ensure_future(get_host()))
-            reactor.addSystemEventTrigger(
-                "before", "shutdown", lambda: Deferred.fromFuture(asyncio.ensure_future(shutdown()))
-            )
+            # Called once the port listens (daphne binds before calling it), the engine up.
             if not server.listening_addresses:
                 return
             bound_host, bound_port = server.listening_addresses[0][:2]

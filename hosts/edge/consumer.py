@@ -8,12 +8,12 @@ from typing import Any
 from channels.consumer import AsyncConsumer
 from channels.exceptions import StopConsumer
 
+from ..engine.connection import Connection
+from ..engine.router import Router
+from ..protocol import jsonrpc
+from ..protocol.errors import ErrorCode, ProtocolError
 from . import door
 from .daphne_wire import FRAMES, DaphneWire
-from .engine.connection import Connection
-from .engine.router import Router
-from .protocol import jsonrpc
-from .protocol.errors import ErrorCode, ProtocolError
 from .runtime import get_router
 
 log = logging.getLogger("ahpd.socket")
@@ -103,7 +103,7 @@ class AhpConsumer(AsyncConsumer):
 class _SocketTransport:
     """The engine's Transport over this consumer's socket.
 
-    Under daphne, frames go straight to the socket (see hosts/daphne_wire.py); under any other
+    Under daphne, frames go straight to the socket (see daphne_wire.py); under any other
     ASGI server, through the consumer's send.
     """
 

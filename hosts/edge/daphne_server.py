@@ -7,6 +7,7 @@ So the token is checked where the handshake is read, and refused 401 with a bear
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -16,7 +17,7 @@ from typing import Any
 from daphne.server import Server  # isort: skip
 from autobahn.twisted.websocket import ConnectionDeny
 from daphne.ws_protocol import WebSocketFactory, WebSocketProtocol
-from twisted.internet import threads
+from twisted.internet import reactor, threads
 
 from . import door
 
@@ -63,6 +64,13 @@ class DoorWebSocketProtocol(WebSocketProtocol):
         headers.append(("Access-Control-Allow-Origin", "*"))
         headers.append(("Content-Length", "0"))
         super().failHandshake(reason, code, headers)
+
+
+def reactor_loop() -> asyncio.AbstractEventLoop:
+    """The asyncio loop daphne's reactor runs, which daphne installed as this module was
+    imported: the engine must live on it, since consumers and views reach it from there."""
+    loop: asyncio.AbstractEventLoop = reactor._asyncioEventloop
+    return loop
 
 
 def build_server(application: Any, host: str, port: int, ready: Callable[[Server], None]) -> Server:

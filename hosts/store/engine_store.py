@@ -7,7 +7,7 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.db import close_old_connections
 
-from .models import RootConfig, StoredChat, StoredSession, StoredTurn
+from ..models import RootConfig, StoredChat, StoredSession, StoredTurn
 
 
 def db_call(function: Any) -> Any:

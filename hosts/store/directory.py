@@ -14,10 +14,10 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
-from .engine.grants import BUILTIN_ROLES, check_grant
-from .engine.principal import Principal
-from .models import Membership, Role, Token
-from .store import db_call
+from ..engine.grants import BUILTIN_ROLES, check_grant
+from ..engine.principal import Principal
+from ..models import Membership, Role, Token
+from .engine_store import db_call
 
 #: The protected resource `authenticate` signs a person in against.
 USERS_RESOURCE = "ahpd://users"

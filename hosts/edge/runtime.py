@@ -17,11 +17,11 @@ from typing import Any, TypeVar
 from channels.layers import get_channel_layer
 from django.conf import settings
 
-from .backends.base import Agent
-from .backends.config import build_agents, load_agents
-from .engine.host import Host, HostSettings
-from .engine.router import Router
-from .store import DjangoStore
+from ..backends.base import Agent
+from ..backends.config import build_agents, load_agents
+from ..engine.host import Host, HostSettings
+from ..engine.router import Router
+from ..store import DjangoDirectory, DjangoStore
 
 log = logging.getLogger("ahpd.runtime")
 
@@ -74,8 +74,6 @@ async def get_router() -> Router:
     global _host, _router, _inbox, _loop
     if _host is None:
         _loop = asyncio.get_running_loop()
-        from .access import DjangoDirectory
-
         _host = Host(DjangoStore(), host_settings(), configured_agents(), DjangoDirectory())
         _router = Router(_host)
     await _host.start()

@@ -90,7 +90,7 @@ def person_admitted(token: str) -> bool:
     """Whether a token is a person's live token (a database read: call it off the loop)."""
     from django.db import close_old_connections
 
-    from .access import person_for_token
+    from ..store import person_for_token
 
     close_old_connections()
     return person_for_token(token) is not None

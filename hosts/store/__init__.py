@@ -1,0 +1,29 @@
+"""The Django side of the engine's ports: the Store over the ORM, and the people directory."""
+
+from __future__ import annotations
+
+from .directory import (
+    TOKEN_PREFIX,
+    DjangoDirectory,
+    MintedToken,
+    digest,
+    ensure_builtin_roles,
+    grants_of,
+    mint_token,
+    person_for_token,
+    validate_grants,
+)
+from .engine_store import DjangoStore
+
+__all__ = [
+    "TOKEN_PREFIX",
+    "DjangoDirectory",
+    "DjangoStore",
+    "MintedToken",
+    "digest",
+    "ensure_builtin_roles",
+    "grants_of",
+    "mint_token",
+    "person_for_token",
+    "validate_grants",
+]
