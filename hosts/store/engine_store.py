@@ -6,6 +6,7 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.db import close_old_connections
+from django.db.models import Prefetch
 
 from ..models import RootConfig, StoredChat, StoredSession, StoredTurn
 
@@ -81,8 +82,18 @@ _CHAT_FIELDS = ("title", "created_ms", "backend_id", "is_read", "is_archived", "
 
 
 def _load_sessions() -> list[dict[str, Any]]:
+    # Three queries whatever the count (sessions, their chats, the chats' turns), not two per
+    # session: the engine reads every session before the port opens.
+    rows = StoredSession.objects.prefetch_related(
+        Prefetch(
+            "chat_rows",
+            queryset=StoredChat.objects.prefetch_related(
+                Prefetch("turn_rows", queryset=StoredTurn.objects.order_by("position"))
+            ),
+        )
+    )
     out = []
-    for row in StoredSession.objects.all():
+    for row in rows.iterator(chunk_size=2000):
         session = {"uri": row.uri, **{f: getattr(row, f) for f in _SESSION_FIELDS}}
         chats_by_uri = {c.uri: c for c in row.chat_rows.all()}
         chats = []
@@ -90,7 +101,7 @@ def _load_sessions() -> list[dict[str, Any]]:
             chat = chats_by_uri.get(uri)
             if chat is None:
                 continue
-            turns = [t.data for t in chat.turn_rows.order_by("position")]
+            turns = [t.data for t in chat.turn_rows.all()]
             chats.append(
                 {
                     "uri": uri,

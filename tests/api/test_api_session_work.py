@@ -68,6 +68,8 @@ def turn_ended(chat: str) -> None:
         task = host.sessions.chat(chat).task
         if task is not None:
             await asyncio.wait([task])
+        # The API reads the database: what the turn's end wrote behind is written first.
+        await host.writes.drain()
 
     runtime.call_engine(wait)
 
