@@ -32,7 +32,10 @@ class LiveSession:
 
     @property
     def running(self) -> bool:
-        return any(chat.busy for chat in self.chats.values())
+        for chat in self.chats.values():
+            if chat.busy:
+                return True
+        return False
 
     def say(self, action: dict[str, Any]) -> None:
         """An action on the session's channel, on this host's own account."""

@@ -10,6 +10,7 @@ import base64
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -21,6 +22,7 @@ from ...protocol.reducers._common import (
 )
 
 
+@lru_cache(maxsize=1 << 17)
 def iso(ms: int) -> str:
     """Epoch milliseconds as the ISO-8601 text the protocol's timestamps use."""
     return (
