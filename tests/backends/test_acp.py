@@ -15,6 +15,7 @@ import pytest
 from acp import RequestError
 
 from hosts.backends.acp import AcpAgent, AcpChat
+from hosts.backends.acp.files import confine
 from hosts.backends.base import (
     AgentConfig,
     BackendError,
@@ -24,6 +25,7 @@ from hosts.backends.base import (
     TurnEnd,
     TurnRequest,
 )
+from hosts.backends.fence import Fence
 from tests.support.recording_events import RecordingEvents
 
 FAKE_AGENT = Path(__file__).resolve().parents[1] / "agents" / "fake_acp_agent.py"
@@ -376,11 +378,10 @@ def test_every_working_directory_is_open_and_nothing_else(tmp_path: Path) -> Non
     for folder in (first, second, outside):
         folder.mkdir()
     (first / "to-c").symlink_to(outside)
-    context = ChatContext(chat="c", working_directories=[first, second])
-    workspace = AcpChat(AcpAgent(CONFIG, tmp_path), context).workspace
+    fence = Fence([first, second])
 
-    assert workspace.confine(str(second / "x.txt")) == second / "x.txt"
-    assert workspace.confine("new/file.txt") == first / "new" / "file.txt"
+    assert confine(fence, str(second / "x.txt")) == second / "x.txt"
+    assert confine(fence, "new/file.txt") == first / "new" / "file.txt"
     for path in (str(outside / "x"), "../c/x", str(first / "to-c" / "x"), "/etc/passwd"):
         with pytest.raises(RequestError, match="outside the chat's working directories"):
-            workspace.confine(path)
+            confine(fence, path)
