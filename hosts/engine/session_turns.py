@@ -205,7 +205,7 @@ class TurnsMixin:
 
         A backend that keeps a conversation of its own (an ACP agent) cannot be cut; it is let
         go, and the next turn opens a new conversation on the turns kept (the openai loop is
-        handed them as history; an ACP agent starts afresh).
+        handed them as history; an ACP agent's new session gets them on its first prompt).
         """
         kept = list(chat.state().get("turns", []))
         chat.record.turns = kept

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
 import time
@@ -16,6 +17,7 @@ from acp import RequestError
 
 from hosts.backends.acp import AcpAgent, AcpChat
 from hosts.backends.acp.files import confine
+from hosts.backends.acp.history import earlier_conversation
 from hosts.backends.base import (
     AgentConfig,
     BackendError,
@@ -385,3 +387,77 @@ def test_every_working_directory_is_open_and_nothing_else(tmp_path: Path) -> Non
     for path in (str(outside / "x"), "../c/x", str(first / "to-c" / "x"), "/etc/passwd"):
         with pytest.raises(RequestError, match="outside the chat's working directories"):
             confine(fence, path)
+
+
+# -- the kept turns of a chat that starts a new agent session ------------------------------------
+
+KEPT = [
+    {"user": "remember apples", "assistant": "echo: remember apples"},
+    {"user": "and pears", "assistant": "echo: and pears"},
+]
+
+
+async def heard(chat: AcpChat) -> list[list[str]]:
+    """Every prompt of the chat's agent session, as the text blocks the agent received."""
+    events = RecordingEvents()
+    assert (await turn(chat, "heard", events)).state == "complete"
+    prompts: list[list[str]] = json.loads(events.texts().removeprefix("heard: "))
+    return prompts
+
+
+async def test_a_new_session_for_kept_turns_gets_them_on_its_first_prompt_once(
+    open_chat: OpenChat,
+) -> None:
+    chat = await open_chat(history=KEPT)
+
+    first = await heard(chat)
+    second = await heard(chat)
+
+    assert first == [[earlier_conversation(KEPT), "heard"]]
+    seed = first[0][0]
+    assert "<user>\nremember apples\n</user>" in seed
+    assert "<assistant>\necho: and pears\n</assistant>" in seed
+    assert second[1:] == [["heard"]]
+
+
+async def test_a_chat_without_kept_turns_prompts_with_the_message_alone(chat: AcpChat) -> None:
+    assert (await heard(chat))[-1] == ["heard"]
+
+
+async def test_a_loaded_session_is_not_given_the_kept_turns_again(open_chat: OpenChat) -> None:
+    first = await open_chat(history=KEPT)
+    await turn(first, "hello")
+    await first.close()
+
+    kept = [*KEPT, {"user": "hello", "assistant": "echo: hello"}]
+    again = await open_chat(backend_id=first.backend_id, history=kept)
+    prompts = await heard(again)
+
+    assert again.backend_id == first.backend_id
+    assert prompts == [[earlier_conversation(KEPT), "hello"], ["heard"]]
+
+
+async def test_a_session_the_agent_lost_starts_again_with_the_kept_turns(
+    open_chat: OpenChat,
+) -> None:
+    chat = await open_chat(backend_id="fake-lost", history=KEPT)
+
+    prompts = await heard(chat)
+
+    assert chat.backend_id != "fake-lost"
+    assert prompts == [[earlier_conversation(KEPT), "heard"]]
+
+
+async def test_an_agent_that_cannot_load_is_given_the_turns_so_far_after_a_crash(
+    open_chat: OpenChat,
+) -> None:
+    chat = await open_chat(replace(CONFIG, env={"FAKE_ACP_NO_LOAD": "1"}), history=KEPT[:1])
+    await turn(chat, "remember kiwis")
+    session = chat.backend_id
+    assert (await turn(chat, "crash")).state == "error"
+
+    prompts = await heard(chat)
+
+    assert chat.backend_id != session
+    so_far = [*KEPT[:1], {"user": "remember kiwis", "assistant": "echo: remember kiwis"}]
+    assert prompts == [[earlier_conversation(so_far), "heard"]]

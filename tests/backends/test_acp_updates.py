@@ -61,6 +61,14 @@ def test_message_and_thought_chunks_become_text_and_reasoning_in_wire_order() ->
     ]
 
 
+def test_the_translator_keeps_what_the_turn_said() -> None:
+    translator = TurnUpdates(RecordingEvents())
+    for update in (said("one"), thought("hm"), said(" two")):
+        translator.apply(update)
+
+    assert "".join(translator.said) == "one two"
+
+
 def test_chunks_that_are_not_text_are_not_streamed() -> None:
     image = {"type": "image", "data": "aGk=", "mimeType": "image/png"}
     events = report(

@@ -14,6 +14,7 @@ The modules, along the seams:
 * `updates`: one turn's `session/update` payloads translated into `TurnEvents` reports.
 * `permissions`: the agent's permission questions, asked of a person.
 * `client`, `files`, `terminals`: what the agent may ask of the host.
+* `history`: the kept turns a new agent session is given on its first prompt.
 """
 
 from __future__ import annotations

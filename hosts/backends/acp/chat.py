@@ -19,6 +19,7 @@ from hosts.backends.base import BackendError, ChatContext, TurnEnd, TurnEvents, 
 
 from .agent_process import SHUTDOWN_GRACE_S
 from .errors import AgentGone, describe
+from .history import earlier_conversation
 from .session import AcpSession
 from .turn import Turn, ending
 
@@ -64,18 +65,35 @@ class AcpChat(AcpSession):
                     except AgentGone as gone:
                         await self._stop(kill=True)
                         return TurnEnd("error", str(gone))
-                return await self._prompt(turn, request)
+                end = await self._prompt(turn, request)
+                if end.state == "complete":
+                    said = "".join(turn.updates.said)
+                    self._history.append({"user": request.text, "assistant": said})
+                return end
             finally:
                 self._turn = None
                 for question in turn.questions:
                     question.cancel()
+
+    def _prompt_texts(self, text: str) -> list[str]:
+        """The person's message, after the chat's kept turns when the session has not had them."""
+        if self._history_due:
+            # Given once: from here on the agent's own session holds them.
+            self._history_due = False
+            earlier = earlier_conversation(self._history)
+            if earlier is not None:
+                return [earlier, text]
+        return [text]
 
     async def _prompt(self, turn: Turn, request: TurnRequest) -> TurnEnd:
         conn = self._link.conn
         assert conn is not None
         turn.updates.model = self._model
         prompt = asyncio.ensure_future(
-            conn.prompt(session_id=self._session, prompt=[acp.text_block(request.text)])
+            conn.prompt(
+                session_id=self._session,
+                prompt=[acp.text_block(part) for part in self._prompt_texts(request.text)],
+            )
         )
         cancelled = asyncio.ensure_future(turn.cancelled.wait())
         timeout = self._config.prompt_timeout_s if self._config.prompt_timeout_s > 0 else None

@@ -76,6 +76,10 @@ class AcpSession:
         self._loading = False
         #: The raw result of the last session/new or session/load.
         self._session_result: Any = None
+        #: The chat's completed turns, {"user", "assistant"}: handed to a new agent session.
+        self._history: list[Mapping[str, str]] = list(context.history)
+        #: Whether the next prompt opens a new agent session that has not been given them.
+        self._history_due = False
         #: The turn running in the session, which the agent's other updates belong to.
         self._turn: Turn | None = None
 
@@ -178,6 +182,8 @@ class AcpSession:
             self.backend_id = previous  # kept, so a later start may still load it
             raise
         self.backend_id = response.session_id
+        # A new session knows nothing of the chat: its first prompt brings the kept turns.
+        self._history_due = bool(self._history)
         self._session_opened()
         await self._apply_config(conn)
 

@@ -38,6 +38,8 @@ class TurnUpdates:
         #: The model usage is reported for.
         self.model = model
         self.calls: dict[str, ToolCallState] = {}
+        #: The assistant text reported so far, in pieces: what the turn said.
+        self.said: list[str] = []
 
     def apply(self, update: Mapping[str, Any]) -> None:
         """Report one update (the `update` object of a `session/update`); others are ignored."""
@@ -45,6 +47,7 @@ class TurnUpdates:
         events = self.events
         if kind == "agent_message_chunk":
             if text := block_text(update.get("content")):
+                self.said.append(text)
                 events.text(text)
         elif kind == "agent_thought_chunk":
             if text := block_text(update.get("content")):
