@@ -11,7 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_sessions import ended, message, new_session, run_turn, start_streaming, turn
+from tests.e2e.test_sessions import (
+    ended,
+    fork_at,
+    message,
+    new_session,
+    run_turn,
+    start_streaming,
+    turn,
+)
 from tests.support.client import Client
 from tests.support.server import REPO, ServerProcess
 
@@ -333,15 +341,7 @@ async def test_a_fork_gives_its_new_agent_session_the_turns_it_carries_through_o
     uri, default = await acp_session(client, workdir)
     first = await run_turn(client, default, "remember apples")
     await run_turn(client, default, "remember pears")
-    fork = f"ahp-chat:/{uuid.uuid4()}"
-    await client.request(
-        "createChat",
-        {
-            "channel": uri,
-            "chat": fork,
-            "source": {"kind": "fork", "chat": default, "turnId": first["action"]["turnId"]},
-        },
-    )
+    fork = await fork_at(client, uri, default, first["action"]["turnId"])
     await client.request("subscribe", {"channel": fork})
     await heard(client, fork)
     [[seed, message], again] = await heard(client, fork)
