@@ -3,52 +3,27 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import os
-import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import pytest
 from acp import RequestError
 
 from hosts.backends.acp import AcpAgent, AcpChat
 from hosts.backends.acp.files import confine
-from hosts.backends.acp.history import earlier_conversation
 from hosts.backends.base import (
-    AgentConfig,
     BackendError,
     ChatContext,
     PermissionAnswer,
     PermissionOption,
     TurnEnd,
-    TurnRequest,
 )
 from hosts.backends.fence import Fence
+from tests.support.fake_acp import CONFIG, OpenChat, reports, turn
 from tests.support.recording_events import RecordingEvents
-
-FAKE_AGENT = Path(__file__).resolve().parents[1] / "agents" / "fake_acp_agent.py"
-
-CONFIG = AgentConfig(
-    provider="fake",
-    kind="acp",
-    display_name="Fake agent",
-    command=sys.executable,
-    args=(str(FAKE_AGENT),),
-    prompt_timeout_s=10.0,
-)
-
-OpenChat = Callable[..., Awaitable[AcpChat]]
-
-
-@pytest.fixture
-def workdir(tmp_path: Path) -> Path:
-    path = tmp_path / "work"
-    path.mkdir()
-    return path
 
 
 @pytest.fixture(scope="module")
@@ -71,40 +46,6 @@ async def chat(shared_dir: Path) -> AsyncIterator[AcpChat]:
     )
     yield chat
     await chat.close()
-
-
-@pytest.fixture
-async def open_chat(tmp_path: Path, workdir: Path) -> AsyncIterator[OpenChat]:
-    """Open chats on the fake agent (one process each) and close them after the test."""
-    chats: list[AcpChat] = []
-
-    async def open_(
-        config: AgentConfig = CONFIG, backend_id: str | None = None, **context: Any
-    ) -> AcpChat:
-        agent = AcpAgent(config, tmp_path / "data")
-        chat = await agent.open_chat(
-            ChatContext(
-                chat="ahp-chat://test",
-                working_directories=[workdir],
-                backend_id=backend_id,
-                state_dir=tmp_path / "state",
-                **context,
-            )
-        )
-        chats.append(chat)
-        return chat
-
-    yield open_
-    for chat in chats:
-        await chat.close()
-
-
-async def turn(chat: AcpChat, text: str, events: RecordingEvents | None = None) -> TurnEnd:
-    return await chat.run_turn(TurnRequest("t", text), events or RecordingEvents())
-
-
-def reports(events: RecordingEvents, kind: str) -> list[dict[str, Any]]:
-    return [payload for method, payload in events.log if method == kind]
 
 
 async def test_a_plain_turn_streams_reasoning_then_text_and_completes(chat: AcpChat) -> None:
@@ -289,9 +230,9 @@ async def test_cancel_answers_an_open_permission_question(chat: AcpChat, shared_
 
 
 async def test_an_agent_that_ignores_cancel_is_given_up_on_and_restarted(
-    open_chat: OpenChat,
+    open_acp_chat: OpenChat,
 ) -> None:
-    chat = await open_chat()
+    chat = await open_acp_chat()
     chat.cancel_grace_s = 0.3
     await turn(chat, "first words")
     running = asyncio.create_task(turn(chat, "hang"))
@@ -305,8 +246,8 @@ async def test_an_agent_that_ignores_cancel_is_given_up_on_and_restarted(
     assert events.texts() == "you said: first words"
 
 
-async def test_a_prompt_that_takes_too_long_times_out(open_chat: OpenChat) -> None:
-    chat = await open_chat(replace(CONFIG, prompt_timeout_s=0.3))
+async def test_a_prompt_that_takes_too_long_times_out(open_acp_chat: OpenChat) -> None:
+    chat = await open_acp_chat(replace(CONFIG, prompt_timeout_s=0.3))
     chat.cancel_grace_s = 0.3
 
     end = await turn(chat, "hang")
@@ -315,9 +256,9 @@ async def test_a_prompt_that_takes_too_long_times_out(open_chat: OpenChat) -> No
 
 
 async def test_a_crash_ends_the_turn_in_error_and_the_next_turn_restarts_the_agent(
-    open_chat: OpenChat,
+    open_acp_chat: OpenChat,
 ) -> None:
-    chat = await open_chat()
+    chat = await open_acp_chat()
     session = chat.backend_id
     await turn(chat, "remember this")
 
@@ -331,14 +272,14 @@ async def test_a_crash_ends_the_turn_in_error_and_the_next_turn_restarts_the_age
 
 
 async def test_a_new_chat_process_loads_the_conversation_without_replaying_it(
-    open_chat: OpenChat,
+    open_acp_chat: OpenChat,
 ) -> None:
-    first = await open_chat()
+    first = await open_acp_chat()
     await turn(first, "hello one")
     await turn(first, "hello two")
     await first.close()
 
-    second = await open_chat(backend_id=first.backend_id)
+    second = await open_acp_chat(backend_id=first.backend_id)
     events = RecordingEvents()
     end = await turn(second, "recall", events)
 
@@ -349,10 +290,10 @@ async def test_a_new_chat_process_loads_the_conversation_without_replaying_it(
 
 
 async def test_the_agent_gets_a_trimmed_environment_and_authenticates(
-    open_chat: OpenChat, tmp_path: Path
+    open_acp_chat: OpenChat, tmp_path: Path
 ) -> None:
     config = replace(CONFIG, env={"FAKE_ACP_REQUIRE_AUTH": "1"}, auth_method="fake-login")
-    chat = await open_chat(config)
+    chat = await open_acp_chat(config)
     events = RecordingEvents()
 
     await turn(chat, "env", events)
@@ -364,15 +305,15 @@ async def test_the_agent_gets_a_trimmed_environment_and_authenticates(
 
 
 async def test_an_agent_that_needs_authentication_fails_to_open_without_it(
-    open_chat: OpenChat,
+    open_acp_chat: OpenChat,
 ) -> None:
     with pytest.raises(BackendError, match="Authentication required"):
-        await open_chat(replace(CONFIG, env={"FAKE_ACP_REQUIRE_AUTH": "1"}))
+        await open_acp_chat(replace(CONFIG, env={"FAKE_ACP_REQUIRE_AUTH": "1"}))
 
 
-async def test_an_agent_that_cannot_start_is_a_backend_error(open_chat: OpenChat) -> None:
+async def test_an_agent_that_cannot_start_is_a_backend_error(open_acp_chat: OpenChat) -> None:
     with pytest.raises(BackendError, match="exited with code"):
-        await open_chat(replace(CONFIG, args=("-c", "import sys; sys.exit(5)")))
+        await open_acp_chat(replace(CONFIG, args=("-c", "import sys; sys.exit(5)")))
 
 
 def test_every_working_directory_is_open_and_nothing_else(tmp_path: Path) -> None:
@@ -387,77 +328,3 @@ def test_every_working_directory_is_open_and_nothing_else(tmp_path: Path) -> Non
     for path in (str(outside / "x"), "../c/x", str(first / "to-c" / "x"), "/etc/passwd"):
         with pytest.raises(RequestError, match="outside the chat's working directories"):
             confine(fence, path)
-
-
-# -- the kept turns of a chat that starts a new agent session ------------------------------------
-
-KEPT = [
-    {"user": "remember apples", "assistant": "echo: remember apples"},
-    {"user": "and pears", "assistant": "echo: and pears"},
-]
-
-
-async def heard(chat: AcpChat) -> list[list[str]]:
-    """Every prompt of the chat's agent session, as the text blocks the agent received."""
-    events = RecordingEvents()
-    assert (await turn(chat, "heard", events)).state == "complete"
-    prompts: list[list[str]] = json.loads(events.texts().removeprefix("heard: "))
-    return prompts
-
-
-async def test_a_new_session_for_kept_turns_gets_them_on_its_first_prompt_once(
-    open_chat: OpenChat,
-) -> None:
-    chat = await open_chat(history=KEPT)
-
-    first = await heard(chat)
-    second = await heard(chat)
-
-    assert first == [[earlier_conversation(KEPT), "heard"]]
-    seed = first[0][0]
-    assert "<user>\nremember apples\n</user>" in seed
-    assert "<assistant>\necho: and pears\n</assistant>" in seed
-    assert second[1:] == [["heard"]]
-
-
-async def test_a_chat_without_kept_turns_prompts_with_the_message_alone(chat: AcpChat) -> None:
-    assert (await heard(chat))[-1] == ["heard"]
-
-
-async def test_a_loaded_session_is_not_given_the_kept_turns_again(open_chat: OpenChat) -> None:
-    first = await open_chat(history=KEPT)
-    await turn(first, "hello")
-    await first.close()
-
-    kept = [*KEPT, {"user": "hello", "assistant": "echo: hello"}]
-    again = await open_chat(backend_id=first.backend_id, history=kept)
-    prompts = await heard(again)
-
-    assert again.backend_id == first.backend_id
-    assert prompts == [[earlier_conversation(KEPT), "hello"], ["heard"]]
-
-
-async def test_a_session_the_agent_lost_starts_again_with_the_kept_turns(
-    open_chat: OpenChat,
-) -> None:
-    chat = await open_chat(backend_id="fake-lost", history=KEPT)
-
-    prompts = await heard(chat)
-
-    assert chat.backend_id != "fake-lost"
-    assert prompts == [[earlier_conversation(KEPT), "heard"]]
-
-
-async def test_an_agent_that_cannot_load_is_given_the_turns_so_far_after_a_crash(
-    open_chat: OpenChat,
-) -> None:
-    chat = await open_chat(replace(CONFIG, env={"FAKE_ACP_NO_LOAD": "1"}), history=KEPT[:1])
-    await turn(chat, "remember kiwis")
-    session = chat.backend_id
-    assert (await turn(chat, "crash")).state == "error"
-
-    prompts = await heard(chat)
-
-    assert chat.backend_id != session
-    so_far = [*KEPT[:1], {"user": "remember kiwis", "assistant": "echo: remember kiwis"}]
-    assert prompts == [[earlier_conversation(so_far), "heard"]]
