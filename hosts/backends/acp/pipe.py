@@ -52,6 +52,7 @@ class AgentPipe:
         self._session_requests: set[Any] = set()
 
     async def send(self, message: dict[str, Any]) -> None:
+        """Write one message; `ConnectionError` when the agent can no longer be written to."""
         if self._stdin.is_closing():
             raise ConnectionError("the agent's stdin is closed")
         if message.get("method") in self._SESSION_METHODS and "id" in message:
@@ -64,6 +65,7 @@ class AgentPipe:
             raise ConnectionError(f"cannot write to the agent: {error}") from error
 
     async def receive(self) -> dict[str, Any] | None:
+        """The next message for the SDK, after the updates read before it; None at the end."""
         while True:
             line = await self._read_line()
             if not line:
@@ -105,6 +107,7 @@ class AgentPipe:
         return b"".join(chunks)
 
     async def close(self) -> None:
+        """Close the agent's stdin, which tells it to exit."""
         if not self._stdin.is_closing():
             with contextlib.suppress(OSError, RuntimeError, AttributeError):
                 self._stdin.write_eof()
