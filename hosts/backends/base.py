@@ -65,8 +65,9 @@ class ChatContext:
     working_directories: Sequence[Path]
     #: The backend's own id for this conversation when it is resumed (ACP session id).
     backend_id: str | None = None
-    #: Earlier turns, oldest first, as {"user": text, "assistant": text}, for a backend that
-    #: keeps no conversation of its own (the openai loop).
+    #: Earlier turns, oldest first, as {"user": text, "assistant": text}: the whole conversation
+    #: for a backend that keeps none of its own (the openai loop), and for one that does (ACP),
+    #: what to give a new conversation of its own that has no record of them.
     history: Sequence[Mapping[str, str]] = ()
     #: The session's config values (model, permissionMode, ...).
     config: Mapping[str, Any] = field(default_factory=dict)

@@ -103,7 +103,7 @@ def build_agents(configs: list[AgentConfig], data_dir: Path) -> dict[str, Agent]
 
             agents[config.provider] = AcpAgent(config, data_dir)
         else:
-            from .openai_loop import OpenAiAgent
+            from .openai import OpenAiAgent
 
             agents[config.provider] = OpenAiAgent(config)
     return agents

@@ -5,7 +5,9 @@ tests exercise the host's real client side: streaming, tool calls, permission qu
 host's file system and terminals, cancellation, a crash, and `session/load` after a restart
 (history lives in `$HOME/fake-acp/<session id>.json`, so a new process can replay it).
 
-What a prompt does is decided by its first word:
+The person's message is a prompt's last text block; blocks before it are context the host added
+(the earlier turns of a chat the agent has no record of). What a prompt does is decided by the
+message's first word:
 
 * `read <path>`: a read tool call served by the host's `fs/read_text_file`.
 * `write <path> <text>`: an edit tool call; asks permission, then `fs/write_text_file`.
@@ -14,13 +16,16 @@ What a prompt does is decided by its first word:
 * `hang`: says nothing and ignores `session/cancel` (a misbehaving agent).
 * `crash`: exits the process with code 3 in the middle of the turn.
 * `recall`: replies with the earlier prompts of the session (proves the history survived).
+* `heard`: replies `heard: ` and, as JSON, every prompt of the session so far, this one included,
+  each as the list of its text blocks as the host sent them.
 * `env`: replies with the names of its environment variables.
 * `sloppy`: sends what real agents have sent and the SDK's models reject or do not expect
   (`usage_update` with `used: null`, an update for a tool call never announced, an unknown
   update kind), then replies as usual.
 * anything else: `echo: <prompt>`, streamed word by word.
 
-Set `FAKE_ACP_REQUIRE_AUTH=1` to make sessions need `authenticate(method_id="fake-login")`.
+Set `FAKE_ACP_REQUIRE_AUTH=1` to make sessions need `authenticate(method_id="fake-login")`, and
+`FAKE_ACP_NO_LOAD=1` to make the agent say it cannot load sessions.
 """
 
 from __future__ import annotations
@@ -145,7 +150,9 @@ class FakeAgent:
     async def initialize(self, protocol_version: int, **kwargs: Any) -> InitializeResponse:
         return InitializeResponse(
             protocol_version=acp.PROTOCOL_VERSION,
-            agent_capabilities=AgentCapabilities(load_session=True),
+            agent_capabilities=AgentCapabilities(
+                load_session=not os.environ.get("FAKE_ACP_NO_LOAD")
+            ),
             auth_methods=[AuthMethodAgent(id=AUTH_METHOD, name="Fake login")],
             agent_info=Implementation(name="fake-acp-agent", title="Fake ACP agent", version="1"),
         )
@@ -191,7 +198,8 @@ class FakeAgent:
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
         data = self._load(session_id)
         cwd = Path(data["cwd"])
-        text = " ".join(getattr(block, "text", "") for block in prompt).strip()
+        blocks = [getattr(block, "text", "") for block in prompt]
+        text = blocks[-1].strip() if blocks else ""
         cancelled = self._cancelled[session_id] = asyncio.Event()
         words = text.split()
         verb = words[0] if words else ""
@@ -223,6 +231,9 @@ class FakeAgent:
         elif verb == "recall":
             earlier = [entry["user"] for entry in data["history"]]
             reply = "you said: " + " | ".join(earlier)
+        elif verb == "heard":
+            heard = [entry.get("blocks", [entry["user"]]) for entry in data["history"]]
+            reply = "heard: " + json.dumps([*heard, blocks])
         elif verb == "env":
             reply = "env: " + " ".join(sorted(os.environ))
         elif verb == "sloppy":
@@ -236,7 +247,7 @@ class FakeAgent:
                 await self._send(
                     session_id, acp.update_agent_message_text(word if index == 0 else f" {word}")
                 )
-        data["history"].append({"user": text, "agent": reply})
+        data["history"].append({"user": text, "agent": reply, "blocks": blocks})
         self._save(session_id, data)
         used = sum(len(e["user"].split()) + len(e["agent"].split()) for e in data["history"])
         await self._send(

@@ -4,47 +4,26 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import pytest
 from acp import RequestError
 
 from hosts.backends.acp import AcpAgent, AcpChat
+from hosts.backends.acp.files import confine
 from hosts.backends.base import (
-    AgentConfig,
     BackendError,
     ChatContext,
     PermissionAnswer,
     PermissionOption,
     TurnEnd,
-    TurnRequest,
 )
+from hosts.backends.fence import Fence
+from tests.support.fake_acp import CONFIG, OpenChat, reports, turn
 from tests.support.recording_events import RecordingEvents
-
-FAKE_AGENT = Path(__file__).resolve().parents[1] / "agents" / "fake_acp_agent.py"
-
-CONFIG = AgentConfig(
-    provider="fake",
-    kind="acp",
-    display_name="Fake agent",
-    command=sys.executable,
-    args=(str(FAKE_AGENT),),
-    prompt_timeout_s=10.0,
-)
-
-OpenChat = Callable[..., Awaitable[AcpChat]]
-
-
-@pytest.fixture
-def workdir(tmp_path: Path) -> Path:
-    path = tmp_path / "work"
-    path.mkdir()
-    return path
 
 
 @pytest.fixture(scope="module")
@@ -67,40 +46,6 @@ async def chat(shared_dir: Path) -> AsyncIterator[AcpChat]:
     )
     yield chat
     await chat.close()
-
-
-@pytest.fixture
-async def open_chat(tmp_path: Path, workdir: Path) -> AsyncIterator[OpenChat]:
-    """Open chats on the fake agent (one process each) and close them after the test."""
-    chats: list[AcpChat] = []
-
-    async def open_(
-        config: AgentConfig = CONFIG, backend_id: str | None = None, **context: Any
-    ) -> AcpChat:
-        agent = AcpAgent(config, tmp_path / "data")
-        chat = await agent.open_chat(
-            ChatContext(
-                chat="ahp-chat://test",
-                working_directories=[workdir],
-                backend_id=backend_id,
-                state_dir=tmp_path / "state",
-                **context,
-            )
-        )
-        chats.append(chat)
-        return chat
-
-    yield open_
-    for chat in chats:
-        await chat.close()
-
-
-async def turn(chat: AcpChat, text: str, events: RecordingEvents | None = None) -> TurnEnd:
-    return await chat.run_turn(TurnRequest("t", text), events or RecordingEvents())
-
-
-def reports(events: RecordingEvents, kind: str) -> list[dict[str, Any]]:
-    return [payload for method, payload in events.log if method == kind]
 
 
 async def test_a_plain_turn_streams_reasoning_then_text_and_completes(chat: AcpChat) -> None:
@@ -285,9 +230,9 @@ async def test_cancel_answers_an_open_permission_question(chat: AcpChat, shared_
 
 
 async def test_an_agent_that_ignores_cancel_is_given_up_on_and_restarted(
-    open_chat: OpenChat,
+    open_acp_chat: OpenChat,
 ) -> None:
-    chat = await open_chat()
+    chat = await open_acp_chat()
     chat.cancel_grace_s = 0.3
     await turn(chat, "first words")
     running = asyncio.create_task(turn(chat, "hang"))
@@ -301,8 +246,8 @@ async def test_an_agent_that_ignores_cancel_is_given_up_on_and_restarted(
     assert events.texts() == "you said: first words"
 
 
-async def test_a_prompt_that_takes_too_long_times_out(open_chat: OpenChat) -> None:
-    chat = await open_chat(replace(CONFIG, prompt_timeout_s=0.3))
+async def test_a_prompt_that_takes_too_long_times_out(open_acp_chat: OpenChat) -> None:
+    chat = await open_acp_chat(replace(CONFIG, prompt_timeout_s=0.3))
     chat.cancel_grace_s = 0.3
 
     end = await turn(chat, "hang")
@@ -311,9 +256,9 @@ async def test_a_prompt_that_takes_too_long_times_out(open_chat: OpenChat) -> No
 
 
 async def test_a_crash_ends_the_turn_in_error_and_the_next_turn_restarts_the_agent(
-    open_chat: OpenChat,
+    open_acp_chat: OpenChat,
 ) -> None:
-    chat = await open_chat()
+    chat = await open_acp_chat()
     session = chat.backend_id
     await turn(chat, "remember this")
 
@@ -327,14 +272,14 @@ async def test_a_crash_ends_the_turn_in_error_and_the_next_turn_restarts_the_age
 
 
 async def test_a_new_chat_process_loads_the_conversation_without_replaying_it(
-    open_chat: OpenChat,
+    open_acp_chat: OpenChat,
 ) -> None:
-    first = await open_chat()
+    first = await open_acp_chat()
     await turn(first, "hello one")
     await turn(first, "hello two")
     await first.close()
 
-    second = await open_chat(backend_id=first.backend_id)
+    second = await open_acp_chat(backend_id=first.backend_id)
     events = RecordingEvents()
     end = await turn(second, "recall", events)
 
@@ -345,10 +290,10 @@ async def test_a_new_chat_process_loads_the_conversation_without_replaying_it(
 
 
 async def test_the_agent_gets_a_trimmed_environment_and_authenticates(
-    open_chat: OpenChat, tmp_path: Path
+    open_acp_chat: OpenChat, tmp_path: Path
 ) -> None:
     config = replace(CONFIG, env={"FAKE_ACP_REQUIRE_AUTH": "1"}, auth_method="fake-login")
-    chat = await open_chat(config)
+    chat = await open_acp_chat(config)
     events = RecordingEvents()
 
     await turn(chat, "env", events)
@@ -360,15 +305,15 @@ async def test_the_agent_gets_a_trimmed_environment_and_authenticates(
 
 
 async def test_an_agent_that_needs_authentication_fails_to_open_without_it(
-    open_chat: OpenChat,
+    open_acp_chat: OpenChat,
 ) -> None:
     with pytest.raises(BackendError, match="Authentication required"):
-        await open_chat(replace(CONFIG, env={"FAKE_ACP_REQUIRE_AUTH": "1"}))
+        await open_acp_chat(replace(CONFIG, env={"FAKE_ACP_REQUIRE_AUTH": "1"}))
 
 
-async def test_an_agent_that_cannot_start_is_a_backend_error(open_chat: OpenChat) -> None:
+async def test_an_agent_that_cannot_start_is_a_backend_error(open_acp_chat: OpenChat) -> None:
     with pytest.raises(BackendError, match="exited with code"):
-        await open_chat(replace(CONFIG, args=("-c", "import sys; sys.exit(5)")))
+        await open_acp_chat(replace(CONFIG, args=("-c", "import sys; sys.exit(5)")))
 
 
 def test_every_working_directory_is_open_and_nothing_else(tmp_path: Path) -> None:
@@ -376,11 +321,10 @@ def test_every_working_directory_is_open_and_nothing_else(tmp_path: Path) -> Non
     for folder in (first, second, outside):
         folder.mkdir()
     (first / "to-c").symlink_to(outside)
-    context = ChatContext(chat="c", working_directories=[first, second])
-    workspace = AcpChat(AcpAgent(CONFIG, tmp_path), context).workspace
+    fence = Fence([first, second])
 
-    assert workspace.confine(str(second / "x.txt")) == second / "x.txt"
-    assert workspace.confine("new/file.txt") == first / "new" / "file.txt"
+    assert confine(fence, str(second / "x.txt")) == second / "x.txt"
+    assert confine(fence, "new/file.txt") == first / "new" / "file.txt"
     for path in (str(outside / "x"), "../c/x", str(first / "to-c" / "x"), "/etc/passwd"):
         with pytest.raises(RequestError, match="outside the chat's working directories"):
-            workspace.confine(path)
+            confine(fence, path)

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from hosts.backends.base import AgentConfig, ChatContext, PermissionAnswer, TurnRequest
-from hosts.backends.openai_loop import OpenAiAgent, OpenAiChat
+from hosts.backends.openai import OpenAiAgent, OpenAiChat
 from tests.support.fake_openai import MODEL, FakeOpenAi
 from tests.support.recording_events import RecordingEvents
 

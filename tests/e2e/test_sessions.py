@@ -131,6 +131,20 @@ async def run_turn(client: Client, chat: str, text: str) -> dict:
     return await client.wait_action(ended(chat, action["turnId"]), timeout=30)
 
 
+async def fork_at(client: Client, session: str, chat: str, turn_id: str) -> str:
+    """A new chat in `session` forked from `chat` at `turn_id`; its URI."""
+    fork = f"ahp-chat:/{uuid.uuid4()}"
+    await client.request(
+        "createChat",
+        {
+            "channel": session,
+            "chat": fork,
+            "source": {"kind": "fork", "chat": chat, "turnId": turn_id},
+        },
+    )
+    return fork
+
+
 async def test_root_state_lists_the_configured_agents(server, connect):
     client = await connect(server.url)
     result = await client.initialize()
@@ -587,15 +601,7 @@ async def test_a_fork_carries_the_turns_through_to_the_named_one(server, connect
     uri, default = await new_session(client, workdir)
     first = await run_turn(client, default, "one")
     await run_turn(client, default, "two")
-    fork = f"ahp-chat:/{uuid.uuid4()}"
-    await client.request(
-        "createChat",
-        {
-            "channel": uri,
-            "chat": fork,
-            "source": {"kind": "fork", "chat": default, "turnId": first["action"]["turnId"]},
-        },
-    )
+    fork = await fork_at(client, uri, default, first["action"]["turnId"])
     state = (await client.request("subscribe", {"channel": fork}))["snapshot"]["state"]
     assert [t["message"]["text"] for t in state["turns"]] == ["one"]
     assert state["title"] == "Forked: one"

@@ -11,7 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_sessions import ended, message, new_session, run_turn, start_streaming, turn
+from tests.e2e.test_sessions import (
+    ended,
+    fork_at,
+    message,
+    new_session,
+    run_turn,
+    start_streaming,
+    turn,
+)
 from tests.support.client import Client
 from tests.support.server import REPO, ServerProcess
 
@@ -51,6 +59,20 @@ def server(workdir):
 
 async def acp_session(client: Client, workdir: Path) -> tuple[str, str]:
     return await new_session(client, workdir, provider="fake")
+
+
+def last_reply(client: Client, chat: str) -> str:
+    """The markdown text of the chat's last turn, as the client's tracked state holds it."""
+    parts = client.tracked[chat][0]["turns"][-1]["responseParts"]
+    return "".join(p["content"] for p in parts if p["kind"] == "markdown")
+
+
+async def heard(client: Client, chat: str) -> list[list[str]]:
+    """Every prompt the chat's agent session received, as its text blocks (the fake's `heard`)."""
+    end = await run_turn(client, chat, "heard")
+    assert end["action"]["type"] == "chat/turnComplete"
+    prompts: list[list[str]] = json.loads(last_reply(client, chat).removeprefix("heard: "))
+    return prompts
 
 
 async def test_a_turn_streams_thinking_and_text_from_the_agent(server, connect, workdir):
@@ -161,12 +183,7 @@ async def test_a_restart_resumes_the_conversation_with_session_load(server, conn
         await again.request("subscribe", {"channel": uri})
         await run_turn(again, chat, "recall")
         await again.assert_conforms(chat)
-        reply = "".join(
-            p["content"]
-            for p in again.tracked[chat][0]["turns"][-1]["responseParts"]
-            if p["kind"] == "markdown"
-        )
-        assert "remember pineapple" in reply
+        assert "remember pineapple" in last_reply(again, chat)
     finally:
         await again.close()
         again.assert_schema_clean()
@@ -311,6 +328,53 @@ async def test_a_turn_sent_right_after_a_stop_keeps_both_turns_after_a_restart(
         state = (await again.request("subscribe", {"channel": chat}))["snapshot"]["state"]
         assert [t["message"]["text"] for t in state["turns"]][-2:] == ["slow", "right after"]
         assert [t["state"] for t in state["turns"]][-2:] == ["cancelled", "complete"]
+    finally:
+        await again.close()
+        again.assert_schema_clean()
+
+
+async def test_a_fork_gives_its_new_agent_session_the_turns_it_carries_through_once(
+    server, connect, workdir
+):
+    client = await connect(server.url)
+    await client.initialize()
+    uri, default = await acp_session(client, workdir)
+    first = await run_turn(client, default, "remember apples")
+    await run_turn(client, default, "remember pears")
+    fork = await fork_at(client, uri, default, first["action"]["turnId"])
+    await client.request("subscribe", {"channel": fork})
+    await heard(client, fork)
+    [[seed, message], again] = await heard(client, fork)
+    assert (message, again) == ("heard", ["heard"])
+    assert "<user>\nremember apples\n</user>" in seed
+    assert "<assistant>\necho: remember apples\n</assistant>" in seed
+    assert "pears" not in seed
+    await client.assert_conforms(fork)
+
+
+async def test_a_truncation_gives_the_agent_the_kept_turns_and_a_restart_resumes_there(
+    server, connect, workdir
+):
+    client = await connect(server.url)
+    await client.initialize()
+    _, chat = await acp_session(client, workdir)
+    first = await run_turn(client, chat, "keep this one")
+    await run_turn(client, chat, "drop this one")
+    await client.dispatch_and_wait(
+        chat, {"type": "chat/truncated", "turnId": first["action"]["turnId"]}
+    )
+    [[seed, message]] = await heard(client, chat)
+    assert message == "heard"
+    assert "keep this one" in seed and "drop this one" not in seed
+    await client.assert_conforms(chat)
+    await client.close()
+    server.restart()
+    again = await Client.open(server.url)
+    try:
+        await again.initialize()
+        await again.request("subscribe", {"channel": chat})
+        # The rewound conversation is the one resumed, and it is not given the turns again.
+        assert await heard(again, chat) == [[seed, "heard"], ["heard"]]
     finally:
         await again.close()
         again.assert_schema_clean()

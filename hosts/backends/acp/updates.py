@@ -1,0 +1,104 @@
+"""The translation of one turn's ACP `session/update` payloads into `TurnEvents` reports.
+
+Plain bookkeeping with no I/O, so it is tested by feeding it payloads. Agents are sloppy (an
+update for a tool call never announced, a status said twice), so every tool update is an upsert
+and each report is made once: a call is started the first time its id is seen, said running once,
+and finished once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from hosts.backends.base import TurnEvents
+
+from .json_fields import as_json, block_text, mappings, string
+
+
+@dataclass(slots=True)
+class ToolCallState:
+    """What was reported of one tool call, so that later updates report only what is new."""
+
+    name: str
+    title: str
+    tool_input: str | None = None
+    output: str | None = None
+    running: bool = False
+    denied: bool = False
+    done: bool = False
+
+
+class TurnUpdates:
+    """Reports one turn's updates to its `TurnEvents`, in the order they are applied."""
+
+    def __init__(self, events: TurnEvents, model: str | None = None) -> None:
+        self.events = events
+        #: The model usage is reported for.
+        self.model = model
+        self.calls: dict[str, ToolCallState] = {}
+        #: The assistant text reported so far, in pieces: what the turn said.
+        self.said: list[str] = []
+
+    def apply(self, update: Mapping[str, Any]) -> None:
+        """Report one update (the `update` object of a `session/update`); others are ignored."""
+        kind = update.get("sessionUpdate")
+        events = self.events
+        if kind == "agent_message_chunk":
+            if text := block_text(update.get("content")):
+                self.said.append(text)
+                events.text(text)
+        elif kind == "agent_thought_chunk":
+            if text := block_text(update.get("content")):
+                events.reasoning(text)
+        elif kind in ("tool_call", "tool_call_update"):
+            self.tool(update)
+        elif kind == "usage_update" and isinstance(update.get("used"), int):
+            # ACP's usage_update says how full the context is (what the next request will
+            # send), not what the turn produced; exact counts come with the prompt's answer.
+            events.usage(input_tokens=update["used"], output_tokens=None, model=self.model)
+
+    def tool(self, update: Mapping[str, Any]) -> ToolCallState | None:
+        """A tool_call or tool_call_update, as an upsert: an unknown id starts the call."""
+        call_id = string(update.get("toolCallId"))
+        if call_id is None:
+            return None
+        title = string(update.get("title"))
+        kind = string(update.get("kind"))
+        call = self.calls.get(call_id)
+        if call is None:
+            name = title or kind or "tool"
+            call = self.calls[call_id] = ToolCallState(name=name, title=title or name)
+            self.events.tool_call(call_id, name=name, title=title, kind=kind)
+        elif title:
+            call.title = title
+        if update.get("rawInput") is not None:
+            call.tool_input = as_json(update.get("rawInput"))
+        if update.get("content") is not None:
+            call.output = _content_text(update.get("content")) or call.output
+        status = update.get("status")
+        if status == "in_progress" and not (call.running or call.denied or call.done):
+            call.running = True
+            self.events.tool_running(call_id, title=call.title, tool_input=call.tool_input)
+        elif status in ("completed", "failed") and not call.done:
+            call.done = True
+            success = status == "completed"
+            self.events.tool_result(
+                call_id,
+                success=success,
+                message=call.title,
+                output=call.output,
+                error=None if success else (call.output or f"{call.title} failed"),
+            )
+        return call
+
+
+def _content_text(content: Any) -> str | None:
+    """The text parts of a tool call's content, joined."""
+    parts = [
+        text
+        for item in mappings(content)
+        if item.get("type") == "content" and (text := block_text(item.get("content")))
+    ]
+    return "\n".join(parts) if parts else None

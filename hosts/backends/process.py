@@ -1,0 +1,75 @@
+"""The child processes backends start, each the leader of a process group of its own.
+
+An agent, a terminal it asked for and a command a model wrote can all start processes of their
+own; stopping only the one the host started would leave the rest running. So every child is
+started in a new session (it leads its own process group) and is stopped by signalling the group.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+
+def host_env(keys: Iterable[str]) -> dict[str, str]:
+    """The host's values for `keys`: a child gets these, never the host's whole environment."""
+    return {key: os.environ[key] for key in keys if key in os.environ}
+
+
+async def start_group(argv: Sequence[str], **kwargs: Any) -> asyncio.subprocess.Process:
+    """Start `argv` as the leader of a new process group; `kwargs` go to the subprocess."""
+    return await asyncio.create_subprocess_exec(*argv, start_new_session=True, **kwargs)
+
+
+async def start_command(
+    argv: Sequence[str], *, cwd: str | Path, env: Mapping[str, str]
+) -> asyncio.subprocess.Process:
+    """Start a command run for an agent: no input, its output and errors as one stream."""
+    return await start_group(
+        argv,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        cwd=cwd,
+        env=dict(env),
+    )
+
+
+def kill_group(process: asyncio.subprocess.Process, sig: int = signal.SIGKILL) -> None:
+    """Signal the process and everything it started, unless it has already been reaped."""
+    if process.returncode is not None:
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, sig)
+
+
+async def stop_group(
+    process: asyncio.subprocess.Process,
+    signals: Sequence[int] = (signal.SIGTERM, signal.SIGKILL),
+    grace: float | None = None,
+) -> None:
+    """Signal the group with each of `signals` in turn until its leader exits.
+
+    After each signal the leader is given `grace` seconds (None: as long as it takes).
+    """
+    for sig in signals:
+        if process.returncode is not None:
+            return
+        kill_group(process, sig)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(process.wait(), grace)
+
+
+def signal_name(returncode: int | None) -> str | None:
+    """The name of the signal a process died of (a negative return code), else None."""
+    if returncode is None or returncode >= 0:
+        return None
+    try:
+        return signal.Signals(-returncode).name
+    except ValueError:
+        return str(-returncode)
