@@ -5,36 +5,11 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-import orjson
-
 from hosts.engine.channel import Channel
 from hosts.engine.fanout import Fanout
 from hosts.engine.principal import Principal
 from hosts.protocol.uris import ROOT_URI
-
-
-class Transport:
-    def __init__(self) -> None:
-        self.frames: list[dict[str, Any]] = []
-        self.held = 0
-        self.aborted = False
-
-    async def send(self, text: str) -> None:
-        self.frames.append(orjson.loads(text))
-
-    async def send_batch(self, texts: list[str]) -> None:
-        for text in texts:
-            await self.send(text)
-
-    async def close(self, code: int, reason: str) -> None:
-        self.aborted = True
-
-    async def abort(self) -> None:
-        self.aborted = True
-
-    def buffered(self) -> int | None:
-        return self.held
-
+from tests.support.transport import FakeTransport
 
 ROOT_STATE = {"agents": [], "activeSessions": 0, "config": {"schema": {}, "values": {}}}
 EVERYTHING = Principal("root:test", ("*:*",))
@@ -53,8 +28,8 @@ def fanout(**kw: Any) -> Fanout:
 
 def watcher(
     core: Fanout, channel: Channel, client_id: str, grants: tuple[str, ...] = ("*:*",)
-) -> tuple[Any, Transport]:
-    transport = Transport()
+) -> tuple[Any, FakeTransport]:
+    transport = FakeTransport()
     conn = core.connect(transport, client_id)
     conn.client_id, conn.version_text, conn.version = client_id, "1.0.0", (1, 0, 0)
     conn.principal = Principal(f"user:{client_id}", tuple(grants))
@@ -79,7 +54,7 @@ async def test_an_action_is_sequenced_reduced_ringed_and_sent_once_to_each_watch
     assert root.state["activeSessions"] == 2
     assert [e.server_seq for e in core.ring.since(0)] == [1]
     for transport in (first, second):
-        [frame] = transport.frames
+        [frame] = transport.sent
         assert frame["params"] == {
             "channel": ROOT_URI,
             "action": {"type": "root/activeSessionsChanged", "activeSessions": 2},
@@ -92,14 +67,14 @@ async def test_a_refusal_takes_a_seq_changes_nothing_and_reaches_a_sender_watchi
     core = fanout()
     core.start()
     root = core.open(Channel(ROOT_URI, "root", dict(ROOT_STATE)))
-    sender_transport = Transport()
+    sender_transport = FakeTransport()
     sender = core.connect(sender_transport, "sender")
     sender.client_id, sender.version = "s", (1, 0, 0)
     action = {"type": "root/activeSessionsChanged", "activeSessions": 9}
     core.emit(root, action, origin={"clientId": "s", "clientSeq": 1}, sender=sender, rejection="no")
     await drained(core)
     assert root.state["activeSessions"] == 0
-    [frame] = sender_transport.frames
+    [frame] = sender_transport.sent
     assert frame["params"]["rejectionReason"] == "no" and frame["params"]["serverSeq"] == 1
     core.stop()
 
@@ -112,7 +87,7 @@ async def test_an_action_needing_a_grant_goes_only_to_who_holds_it():
     _, guest = watcher(core, root, "guest", grants=("session:read",))
     core.emit(root, {"type": "root/configChanged", "config": {"x": 1}})
     await drained(core)
-    assert len(admin.frames) == 1 and guest.frames == []
+    assert len(admin.sent) == 1 and guest.sent == []
     core.stop()
 
 
@@ -131,7 +106,7 @@ async def test_a_client_past_its_queue_is_dropped_and_its_channels_told_who_left
     await drained(core)
     assert slow.aborted and slow_conn.closed and slow_conn not in root.subscribers
     assert left == [("slow", [ROOT_URI], True)]
-    assert len(quick.frames) == 1
+    assert len(quick.sent) == 1
     core.stop()
 
 
