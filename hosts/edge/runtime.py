@@ -23,6 +23,7 @@ from ..backends.config import build_agents, load_agents
 from ..engine.host import Host, HostSettings
 from ..engine.router import Router
 from ..store import DjangoDirectory, DjangoStore
+from . import relay
 
 log = logging.getLogger("ahpd.runtime")
 
@@ -75,7 +76,14 @@ async def get_router() -> Router:
     global _host, _router, _inbox, _loop
     if _host is None:
         _loop = asyncio.get_running_loop()
-        _host = Host(DjangoStore(), host_settings(), configured_agents(), DjangoDirectory())
+        layer = get_channel_layer()
+        _host = Host(
+            DjangoStore(),
+            host_settings(),
+            configured_agents(),
+            DjangoDirectory(),
+            relay=relay.LayerRelay(layer) if layer is not None else None,
+        )
         _router = Router(_host)
         await _host.start()
         # What the engine read at start lives as long as the process: the cyclic collector
@@ -129,19 +137,23 @@ async def shutdown() -> None:
         await _host.stop()
 
 
-async def _read_inbox(host: Host) -> None:
-    """Host actions other processes ask this engine to say, one at a time, in order."""
+async def _read_inbox(host: Host, channel: str = ENGINE_CHANNEL) -> None:
+    """What other processes ask of this engine: host actions to say, one at a time, in order,
+    and service calls (relay.py), each answered on its own."""
     layer = get_channel_layer()
     if layer is None:
         return
     while True:
         try:
-            message = await layer.receive(ENGINE_CHANNEL)
+            message = await layer.receive(channel)
         except asyncio.CancelledError:
             raise
         except Exception:
             log.exception("reading %s failed; retrying", ENGINE_CHANNEL)
             await asyncio.sleep(1)
+            continue
+        if message.get("type") == relay.CALL:
+            asyncio.get_running_loop().create_task(relay.answer_call(host, layer, message))
             continue
         try:
             _apply(host, message)
