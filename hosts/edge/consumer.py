@@ -116,16 +116,18 @@ class _SocketTransport:
         wire = DaphneWire(self._protocol)
         self._wire = wire if wire.usable else None
 
-    async def send(self, text: str) -> None:
-        if self._wire is None or not self._wire.write(FRAMES.frame(text)):
-            await self._consumer.base_send({"type": "websocket.send", "text": text})
+    def write_now(self, texts: list[str]) -> bool:
+        wire = self._wire
+        if wire is None:
+            return False
+        frame = FRAMES.frame
+        return wire.write(
+            frame(texts[0]) if len(texts) == 1 else b"".join([frame(t) for t in texts])
+        )
 
     async def send_batch(self, texts: list[str]) -> None:
-        wire = self._wire
-        if wire is not None:
-            data = b"".join([FRAMES.frame(text) for text in texts])
-            if wire.write(data):
-                return
+        if self.write_now(texts):
+            return
         for text in texts:
             await self._consumer.base_send({"type": "websocket.send", "text": text})
 

@@ -221,13 +221,16 @@ class Fanout:
         self._queue((conn,), text)
 
     def _queue(self, conns: Iterable[Connection], text: str) -> None:
-        """Queue one frame for each of `conns`; a client past the queue limit is dropped.
+        """Send one frame to each of `conns`; a client past the queue limit is dropped.
 
-        The fan-out's hot path: one pass, the flusher woken once.
+        The fan-out's hot path, one pass: a connection with nothing queued is written to at
+        once where its transport can (the socket keeps the order); the rest are queued for the
+        flusher, woken once.
         """
         size = len(text)
         limit = self.queue_limit
         dirty = self._dirty
+        one = [text]
         for conn in conns:
             if conn.closed:
                 continue
@@ -236,6 +239,13 @@ class Fanout:
                 # A client that has taken everything is never behind, whatever one frame weighs.
                 if behind and behind + size > limit:
                     self._drop_slow(conn, behind)
+                    continue
+            if not conn.outbox:
+                try:
+                    if conn.transport.write_now(one):
+                        continue
+                except Exception:
+                    self._failed(conn)
                     continue
             conn.outbox.append(text)
             conn.outbox_bytes += size
@@ -258,30 +268,29 @@ class Fanout:
         asyncio.get_running_loop().create_task(conn.transport.abort())
 
     async def _flush_loop(self) -> None:
-        # One task drains every connection: a transport's send does not wait for its peer, so
-        # a batch of envelopes costs one wakeup rather than one per subscriber.
+        # One task drains every connection: a transport's write does not wait for its peer,
+        # so a batch of envelopes costs one wakeup and one write per watcher, not one each.
         while True:
             await self._flush_wanted.wait()
             self._flush_wanted.clear()
             while self._dirty:
                 dirty, self._dirty = self._dirty, {}
                 for conn in dirty:
+                    if conn.closed or not conn.outbox:
+                        continue
+                    batch = list(conn.outbox)
+                    conn.outbox.clear()
+                    conn.outbox_bytes = 0
                     try:
-                        await _flush(conn)
+                        if not conn.transport.write_now(batch):
+                            # Frames queued meanwhile mark the connection dirty again and go
+                            # in the next round, after these.
+                            await conn.transport.send_batch(batch)
                     except Exception:
-                        log.exception("sending to %r failed; dropping it", conn)
-                        self.disconnect(conn)
-                        # The socket goes too: a client left open would wait for answers.
-                        asyncio.get_running_loop().create_task(conn.transport.abort())
+                        self._failed(conn)
 
-
-async def _flush(conn: Connection) -> None:
-    """Hand every queued frame to the transport, in order, in one batch."""
-    while conn.outbox and not conn.closed:
-        batch = list(conn.outbox)
-        conn.outbox.clear()
-        conn.outbox_bytes = 0
-        if len(batch) == 1:
-            await conn.transport.send(batch[0])
-        else:
-            await conn.transport.send_batch(batch)
+    def _failed(self, conn: Connection) -> None:
+        log.exception("sending to %r failed; dropping it", conn)
+        self.disconnect(conn)
+        # The socket goes too: a client left open would wait for answers.
+        asyncio.get_running_loop().create_task(conn.transport.abort())

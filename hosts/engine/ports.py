@@ -88,11 +88,15 @@ class MemoryStore:
 class Transport(Protocol):
     """One client's socket, as the engine sees it.
 
-    `send` must not wait for the peer to read: the engine bounds what a slow client holds by
-    asking `buffered` before each frame, and closes the client past its limit.
+    Neither `write_now` nor `send_batch` waits for the peer to read: the engine bounds what a
+    slow client holds by asking `buffered` before each frame, and drops the client past its
+    limit.
     """
 
-    async def send(self, text: str) -> None: ...
+    def write_now(self, texts: list[str]) -> bool:
+        """Hand frames to the socket, in order, without waiting, where the transport can;
+        False (nothing written) leaves them to `send_batch`."""
+        ...
 
     async def send_batch(self, texts: list[str]) -> None:
         """Send several frames in order, as one write where the transport can."""

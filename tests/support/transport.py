@@ -13,6 +13,9 @@ class FakeTransport:
         self.aborted = False
         self.held = held
 
+    def write_now(self, texts: list[str]) -> bool:
+        return False  # through the awaited path, as a transport with no direct socket
+
     async def send(self, text: str) -> None:
         self.sent.append(orjson.loads(text))
 
