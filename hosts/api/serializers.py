@@ -12,7 +12,6 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.validators import UniqueValidator
 
-from ..engine.grants import GrantError
 from ..engine.sessions.records import iso
 from ..models import (
     Membership,
@@ -195,10 +194,7 @@ class RoleSerializer(serializers.ModelSerializer):
         read_only_fields = ["builtin"]
 
     def validate_grants(self, grants: list[str]) -> list[str]:
-        try:
-            return list(dict.fromkeys(validate_grants(grants)))
-        except GrantError as error:
-            raise serializers.ValidationError(str(error)) from None
+        return validate_grants(grants)
 
 
 # -- root config and sessions ----------------------------------------------------------------
