@@ -20,7 +20,6 @@ from django.utils import timezone
 from django.utils.html import format_html
 
 from .api.views import ws_url
-from .engine.grants import GrantError
 from .engine.sessions.records import iso
 from .models import (
     Membership,
@@ -207,10 +206,7 @@ class RoleForm(forms.ModelForm):
         grants = self.cleaned_data.get("grants")
         if not isinstance(grants, list) or not all(isinstance(g, str) for g in grants):
             raise forms.ValidationError("a JSON list of grants (strings)")
-        try:
-            return list(dict.fromkeys(validate_grants(grants)))
-        except GrantError as error:
-            raise forms.ValidationError(str(error)) from None
+        return validate_grants(grants)
 
 
 @admin.register(Role)

@@ -69,3 +69,9 @@ def test_unknown_names_are_refused_naming_them():
         run("user", "add", "cy", "--role", "chief")
     with pytest.raises(CommandError, match="no team 'ghost'"):
         run("project", "add", "p", "--team", "ghost")
+    with pytest.raises(CommandError, match="no project 'ghost'"):
+        run("user", "add", "cy", "--project", "ghost")
+    with pytest.raises(CommandError, match="no team 'ghost'"):
+        run("team", "rm", "ghost")
+    with pytest.raises(CommandError, match="no project 'ghost'"):
+        run("project", "rm", "ghost")

@@ -6,12 +6,12 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.validators import UnicodeUsernameValidator
+from django.db import transaction
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.validators import UniqueValidator
 
-from ..engine.grants import GrantError
 from ..engine.sessions.records import iso
 from ..models import (
     Membership,
@@ -110,6 +110,9 @@ class PersonSerializer(serializers.ModelSerializer):
         model = User
         fields = ["id", "email", "is_active", "roles", "memberships"]
 
+    # Saving writes the person and their host-wide memberships: together, or neither.
+
+    @transaction.atomic
     def create(self, validated_data: dict[str, Any]) -> Any:
         roles = validated_data.pop("roles", [])
         user = User(**validated_data)
@@ -118,6 +121,7 @@ class PersonSerializer(serializers.ModelSerializer):
         set_roles(user, roles)
         return user
 
+    @transaction.atomic
     def update(self, instance: Any, validated_data: dict[str, Any]) -> Any:
         username = validated_data.pop("username", instance.username)
         if username != instance.username:
@@ -190,10 +194,7 @@ class RoleSerializer(serializers.ModelSerializer):
         read_only_fields = ["builtin"]
 
     def validate_grants(self, grants: list[str]) -> list[str]:
-        try:
-            return list(dict.fromkeys(validate_grants(grants)))
-        except GrantError as error:
-            raise serializers.ValidationError(str(error)) from None
+        return validate_grants(grants)
 
 
 # -- root config and sessions ----------------------------------------------------------------

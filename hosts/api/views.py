@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import quote
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError
 from django.db.models import Prefetch, QuerySet
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
@@ -105,44 +105,63 @@ class StatusView(APIView):
         return Response(StatusSerializer(data).data)
 
 
+# -- resources kept under a key --------------------------------------------------------------
+#
+# People, teams, projects and roles are each kept under a key: a person's id, a slug, a role's
+# name. A Listing lists them in the order of that key and adds one; an Item reads, changes or
+# removes one by it. Each method needs the subject's grant for it: <subject>:read, create,
+# update or remove. A resource's own class (People, Teams, ...) names its subject, serializer,
+# rows and key once, for both of its views.
+#
+# None of these classes has a docstring: drf-spectacular describes a view in the schema by the
+# first docstring up its classes, and one here would become that of every view below without
+# one of its own.
+
+
+class Listing(generics.ListCreateAPIView):
+    subject: ClassVar[str]
+
+    @property
+    def grants(self) -> dict[str, str]:
+        return {"GET": f"{self.subject}:read", "POST": f"{self.subject}:create"}
+
+    def get_queryset(self) -> QuerySet[Any]:
+        return super().get_queryset().order_by(self.lookup_field)
+
+
+class Item(generics.RetrieveUpdateDestroyAPIView):
+    subject: ClassVar[str]
+    http_method_names = ONE
+
+    @property
+    def grants(self) -> dict[str, str]:
+        return {
+            "GET": f"{self.subject}:read",
+            "PATCH": f"{self.subject}:update",
+            "DELETE": f"{self.subject}:remove",
+        }
+
+
 # -- people and tokens -----------------------------------------------------------------------
 
 
-def people() -> QuerySet[Any]:
-    return User.objects.order_by("username").prefetch_related(
+class People:
+    subject = "user"
+    serializer_class = PersonSerializer
+    queryset = User.objects.prefetch_related(
         "memberships__role", "memberships__team", "memberships__project"
     )
+    lookup_field = "username"
 
 
-class PeopleView(generics.ListCreateAPIView):
+class PeopleView(People, Listing):
     """People: list them, or add one (a Django user whose username is the id)."""
 
-    grants = {"GET": "user:read", "POST": "user:create"}
-    serializer_class = PersonSerializer
 
-    def get_queryset(self) -> QuerySet[Any]:
-        return people()
-
-    @transaction.atomic
-    def perform_create(self, serializer: PersonSerializer) -> None:
-        serializer.save()
-
-
-class PersonView(generics.RetrieveUpdateDestroyAPIView):
+class PersonView(People, Item):
     """One person, by id: read, change (email, is_active, roles) or remove them."""
 
-    grants = {"GET": "user:read", "PATCH": "user:update", "DELETE": "user:remove"}
-    http_method_names = ONE
-    serializer_class = PersonSerializer
-    lookup_field = "username"
     lookup_url_kwarg = "id"
-
-    def get_queryset(self) -> QuerySet[Any]:
-        return people()
-
-    @transaction.atomic
-    def perform_update(self, serializer: PersonSerializer) -> None:
-        serializer.save()
 
 
 def ws_url(secret: str) -> str:
@@ -208,49 +227,50 @@ class TokenView(APIView):
 # -- teams, projects, roles ------------------------------------------------------------------
 
 
-class TeamsView(generics.ListCreateAPIView):
-    grants = {"GET": "team:read", "POST": "team:create"}
-    serializer_class = TeamSerializer
-    queryset = Team.objects.order_by("slug").prefetch_related("projects")
-
-
-class TeamView(generics.RetrieveUpdateDestroyAPIView):
-    grants = {"GET": "team:read", "PATCH": "team:update", "DELETE": "team:remove"}
-    http_method_names = ONE
+class Teams:
+    subject = "team"
     serializer_class = TeamSerializer
     queryset = Team.objects.prefetch_related("projects")
     lookup_field = "slug"
 
 
-class ProjectsView(generics.ListCreateAPIView):
-    grants = {"GET": "project:read", "POST": "project:create"}
-    serializer_class = ProjectSerializer
-    queryset = Project.objects.order_by("slug").select_related("team")
+class TeamsView(Teams, Listing):
+    pass
 
 
-class ProjectView(generics.RetrieveUpdateDestroyAPIView):
-    grants = {"GET": "project:read", "PATCH": "project:update", "DELETE": "project:remove"}
-    http_method_names = ONE
+class TeamView(Teams, Item):
+    pass
+
+
+class Projects:
+    subject = "project"
     serializer_class = ProjectSerializer
     queryset = Project.objects.select_related("team")
     lookup_field = "slug"
 
 
-class RolesView(generics.ListCreateAPIView):
-    grants = {"GET": "role:read", "POST": "role:create"}
-    serializer_class = RoleSerializer
-    queryset = Role.objects.order_by("name")
+class ProjectsView(Projects, Listing):
+    pass
 
 
-class RoleView(generics.RetrieveUpdateDestroyAPIView):
-    """A role. The built-in ones (admin, member, guest) are kept in step by the host: they
-    can be neither changed nor removed."""
+class ProjectView(Projects, Item):
+    pass
 
-    grants = {"GET": "role:read", "PATCH": "role:update", "DELETE": "role:remove"}
-    http_method_names = ONE
+
+class Roles:
+    subject = "role"
     serializer_class = RoleSerializer
     queryset = Role.objects.all()
     lookup_field = "name"
+
+
+class RolesView(Roles, Listing):
+    pass
+
+
+class RoleView(Roles, Item):
+    """A role. The built-in ones (admin, member, guest) are kept in step by the host: they
+    can be neither changed nor removed."""
 
     def perform_update(self, serializer: RoleSerializer) -> None:
         if serializer.instance is not None and serializer.instance.builtin:

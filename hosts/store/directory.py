@@ -11,10 +11,11 @@ import secrets
 from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from ..engine.grants import BUILTIN_ROLES, check_grant
+from ..engine.grants import BUILTIN_ROLES, GrantError, check_grant
 from ..engine.principal import Principal
 from ..models import Membership, Role, Token
 from .engine_store import db_call
@@ -41,7 +42,15 @@ def ensure_builtin_roles() -> None:
 
 
 def validate_grants(grants: list[str]) -> list[str]:
-    return [check_grant(grant) for grant in grants]
+    """The grants a role is to hold: each checked, and each once, in the order first given.
+
+    A grant the host does not know is a ValidationError naming it, which the admin's role form
+    and the API's role serializer both report against the field.
+    """
+    try:
+        return list(dict.fromkeys(check_grant(grant) for grant in grants))
+    except GrantError as error:
+        raise ValidationError(str(error)) from None
 
 
 @transaction.atomic

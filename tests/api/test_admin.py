@@ -157,6 +157,16 @@ def test_role_grants_are_checked(boss: Client, rows: dict[type, Any]) -> None:
     assert Role.objects.get(name="good").grants == ["session:read", "chat:*"]
 
 
+def test_role_grants_are_kept_once_each_and_a_bad_one_is_named(
+    boss: Client, rows: dict[type, Any]
+) -> None:
+    twice = '["chat:send", "session:read", "chat:send"]'
+    assert boss.post(url(Role, "add"), {"name": "leads", "grants": twice}).status_code == 302
+    assert Role.objects.get(name="leads").grants == ["chat:send", "session:read"]
+    bad = boss.post(url(Role, "add"), {"name": "bad", "grants": '["session:fly"]'})
+    assert "unknown operation in grant &#x27;session:fly&#x27;" in bad.content.decode()
+
+
 def test_built_in_roles_cannot_be_deleted(boss: Client, rows: dict[type, Any]) -> None:
     member = Role.objects.get(name="member")
     assert boss.get(url(Role, "delete", member.pk)).status_code == 403

@@ -418,6 +418,14 @@ def test_roles_have_their_grants_checked(root: APIClient) -> None:
     assert root.delete("/api/roles/ops/").status_code == 204
 
 
+def test_a_roles_grants_are_kept_once_each_and_a_bad_one_is_named(root: APIClient) -> None:
+    twice = ["chat:send", "session:read", "chat:send"]
+    made = root.post("/api/roles/", {"name": "ops", "grants": twice}, format="json")
+    assert made.json()["grants"] == ["chat:send", "session:read"]
+    bad = root.post("/api/roles/", {"name": "bad", "grants": ["session:fly"]}, format="json")
+    assert bad.json() == {"grants": ["unknown operation in grant 'session:fly'"]}
+
+
 @pytest.mark.parametrize("name", ["admin", "member", "guest"])
 def test_built_in_roles_are_neither_changed_nor_removed(root: APIClient, name: str) -> None:
     removed = root.delete(f"/api/roles/{name}/")

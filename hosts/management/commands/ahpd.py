@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import Any, TypeVar
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -24,6 +24,8 @@ from django.db import transaction
 
 from hosts.models import Membership, Project, Role, Team
 from hosts.store import ensure_builtin_roles, mint_token
+
+TeamOrProject = TypeVar("TeamOrProject", Team, Project)
 
 
 class Command(BaseCommand):
@@ -188,14 +190,16 @@ class Command(BaseCommand):
 
     @staticmethod
     def _team(slug: str) -> Team:
-        team = Team.objects.filter(slug=slug).first()
-        if team is None:
-            raise CommandError(f"no team {slug!r}")
-        return team
+        return by_slug(Team, "team", slug)
 
     @staticmethod
     def _project(slug: str) -> Project:
-        project = Project.objects.filter(slug=slug).first()
-        if project is None:
-            raise CommandError(f"no project {slug!r}")
-        return project
+        return by_slug(Project, "project", slug)
+
+
+def by_slug(model: type[TeamOrProject], noun: str, slug: str) -> TeamOrProject:
+    """The team or project with this slug; if there is none, a CommandError that says so."""
+    row = model.objects.filter(slug=slug).first()
+    if row is None:
+        raise CommandError(f"no {noun} {slug!r}")
+    return row
