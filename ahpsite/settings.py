@@ -111,12 +111,18 @@ TEMPLATES = [
 
 DATABASE_URL = env_url("DATABASE_URL", ("postgres", "postgresql", "sqlite"))
 if DATABASE_URL:
-    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
+    DATABASES = {
+        "default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)
+    }
 else:
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": AHPD_DATA_DIR / "ahpd.sqlite3",
+            # The engine's write-behind writes a few times a second: a connection kept (and
+            # checked before reuse) rather than opened, with its pragmas, for every round.
+            "CONN_MAX_AGE": 60,
+            "CONN_HEALTH_CHECKS": True,
             # WAL: readers never wait on the write-behind, and a commit is one fsync.
             "OPTIONS": {
                 "timeout": 20,
