@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import base64
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import unquote, urlsplit
 
 from ...protocol.reducers._common import (
@@ -38,6 +38,9 @@ def status_bits(activity: int, *, is_read: bool, is_archived: bool) -> int:
     )
 
 
+R = TypeVar("R", "ChatRecord", "SessionRecord")
+
+
 @dataclass
 class ChatRecord:
     uri: str
@@ -52,16 +55,8 @@ class ChatRecord:
     turns: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "uri": self.uri,
-            "session": self.session,
-            "created_ms": self.created_ms,
-            "title": self.title,
-            "backend_id": self.backend_id,
-            "is_read": self.is_read,
-            "is_archived": self.is_archived,
-            "draft": self.draft,
-        }
+        # The turns are kept one by one (Store.save_turn), not with the chat's row.
+        return kept_fields(self, leave_out=("turns",))
 
 
 @dataclass
@@ -83,30 +78,28 @@ class SessionRecord:
     owner: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "owner": self.owner,
-            "uri": self.uri,
-            "provider": self.provider,
-            "created_ms": self.created_ms,
-            "modified_ms": self.modified_ms,
-            "default_chat": self.default_chat,
-            "title": self.title,
-            "working_directories": list(self.working_directories),
-            "config": dict(self.config),
-            "is_read": self.is_read,
-            "is_archived": self.is_archived,
-            "announced": self.announced,
-            "chats": list(self.chats),
-        }
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> SessionRecord:
-        return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
+        return kept_fields(self)
 
 
-def chat_record_from_json(data: dict[str, Any]) -> ChatRecord:
-    fields = ChatRecord.__dataclass_fields__
-    return ChatRecord(**{k: data[k] for k in fields if k in data})
+def kept_fields(record: Any, leave_out: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A record's fields as the store keeps them; lists and dicts are copied, so a write
+    behind holds what was true when it was scheduled."""
+    out: dict[str, Any] = {}
+    for f in fields(record):
+        if f.name in leave_out:
+            continue
+        value = getattr(record, f.name)
+        out[f.name] = (
+            list(value)
+            if isinstance(value, list)
+            else (dict(value) if isinstance(value, dict) else value)
+        )
+    return out
+
+
+def record_from_json(cls: type[R], data: dict[str, Any]) -> R:
+    """A record from what the store kept; a field it did not keep takes its default."""
+    return cls(**{f.name: data[f.name] for f in fields(cls) if f.name in data})
 
 
 def file_path(uri: str) -> Path:

@@ -32,12 +32,12 @@ from .live import LiveChat, LiveSession, interrupted
 from .records import (
     ChatRecord,
     SessionRecord,
-    chat_record_from_json,
     chat_state,
     chat_summary,
     derived_default_chat_uri,
     iso,
     opaque_chat_uri,
+    record_from_json,
     status_bits,
 )
 
@@ -75,8 +75,8 @@ class Sessions:
     async def restore(self) -> None:
         """Open every session the store keeps; a turn the last process left running is ended."""
         for data in await self.store.load_sessions():
-            record = SessionRecord.from_json(data["session"])
-            chats = [chat_record_from_json(c) for c in data["chats"]]
+            record = record_from_json(SessionRecord, data["session"])
+            chats = [record_from_json(ChatRecord, c) for c in data["chats"]]
             for chat in chats:
                 if chat.turns and chat.turns[-1].get("state") == "running":
                     chat.turns[-1] = interrupted(chat.turns[-1])
