@@ -6,7 +6,6 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.db import close_old_connections
-from django.db.models import Prefetch
 
 from ..models import RootConfig, StoredChat, StoredSession, StoredTurn
 
@@ -82,35 +81,22 @@ _CHAT_FIELDS = ("title", "created_ms", "backend_id", "is_read", "is_archived", "
 
 
 def _load_sessions() -> list[dict[str, Any]]:
-    # Three queries whatever the count (sessions, their chats, the chats' turns), not two per
-    # session: the engine reads every session before the port opens.
-    rows = StoredSession.objects.prefetch_related(
-        Prefetch(
-            "chat_rows",
-            queryset=StoredChat.objects.prefetch_related(
-                Prefetch("turn_rows", queryset=StoredTurn.objects.order_by("position"))
-            ),
-        )
-    )
+    # Three queries whatever the count (sessions, chats, turns), read as plain rows rather than
+    # model instances: the engine reads every session before the port opens.
+    turns: dict[str, list[Any]] = {}
+    for chat_uri, data in StoredTurn.objects.order_by("chat_id", "position").values_list(
+        "chat_id", "data"
+    ):
+        turns.setdefault(chat_uri, []).append(data)
+    chats: dict[str, dict[str, Any]] = {}
+    for row in StoredChat.objects.values("uri", "session_id", *_CHAT_FIELDS):
+        row["session"] = row.pop("session_id")
+        row["turns"] = turns.get(row["uri"], [])
+        chats[row["uri"]] = row
     out = []
-    for row in rows.iterator(chunk_size=2000):
-        session = {"uri": row.uri, **{f: getattr(row, f) for f in _SESSION_FIELDS}}
-        chats_by_uri = {c.uri: c for c in row.chat_rows.all()}
-        chats = []
-        for uri in row.chats:
-            chat = chats_by_uri.get(uri)
-            if chat is None:
-                continue
-            turns = [t.data for t in chat.turn_rows.all()]
-            chats.append(
-                {
-                    "uri": uri,
-                    "session": row.uri,
-                    **{f: getattr(chat, f) for f in _CHAT_FIELDS},
-                    "turns": turns,
-                }
-            )
-        out.append({"session": session, "chats": chats})
+    for session in StoredSession.objects.values("uri", *_SESSION_FIELDS).iterator(2000):
+        held = [chats[uri] for uri in session["chats"] if uri in chats]
+        out.append({"session": session, "chats": held})
     return out
 
 
