@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import orjson
@@ -140,9 +140,6 @@ class Fanout:
                 return True
         return False
 
-    def connections(self) -> Iterator[Connection]:
-        return iter(tuple(self._connections))
-
     def _tell_left(self, client_id: str, channels: list[Channel], *, dropped: bool) -> None:
         for listener in self._left_listeners:
             listener(client_id, channels, dropped)
@@ -217,7 +214,7 @@ class Fanout:
         self._queue(tuple(channel.subscribers), jsonrpc.notification_frame(method, params))
 
     def send(self, conn: Connection, text: str) -> None:
-        """Queue a frame for one client (an answer), or drop it if it is too far behind."""
+        """Send a frame to one client (an answer), or drop it if it is too far behind."""
         self._queue((conn,), text)
 
     def _queue(self, conns: Iterable[Connection], text: str) -> None:

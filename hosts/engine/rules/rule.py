@@ -33,9 +33,7 @@ class Dispatch:
 
     def say(self) -> None:
         """Say the action as the client sent it, with its origin."""
-        self.host.fanout.emit(
-            self.channel, self.action, origin=self.caller.origin, sender=self.caller.sender
-        )
+        self.caller.say(self.host, self.channel, self.action)
 
     @property
     def session(self) -> LiveSession:

@@ -11,6 +11,7 @@ from typing import Any
 
 from ...protocol.errors import ErrorCode, ProtocolError
 from ...protocol.shapes import Origin
+from ..channel import Channel
 from ..connection import Connection
 from ..gate import denied, require
 from ..host import Host
@@ -29,9 +30,8 @@ class Caller:
         """-32009 unless the caller holds `needed`."""
         require(self.principal, needed)
 
-    def say(self, host: Host, channel_uri: str, action: dict[str, Any]) -> None:
-        channel = host.fanout.channel(channel_uri)
-        assert channel is not None
+    def say(self, host: Host, channel: Channel, action: dict[str, Any]) -> None:
+        """Say an action as this caller asked it: a dispatch's with its origin."""
         host.fanout.emit(channel, action, origin=self.origin, sender=self.sender)
 
 

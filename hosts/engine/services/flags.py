@@ -22,7 +22,7 @@ def do_set_flag(
     caller.may(f"{'session' if isinstance(target, LiveSession) else 'chat'}:mark")
     if isinstance(target, LiveChat) and key == "isArchived" and target.is_default:
         return "Only a known independently manageable non-default chat can be archived."
-    caller.say(host, target.record.uri, action)
+    caller.say(host, target.channel, action)
     setattr(target.record, FLAGS[key], bool(action[key]))
     if isinstance(target, LiveSession):
         host.sessions.touch(target)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...backends.base import AgentChat
+from ...protocol.shapes import SessionSummary
 from ..channel import Channel
 from ..fanout import Fanout
 from .records import ChatRecord, SessionRecord
@@ -25,6 +26,8 @@ class LiveSession:
     channel: Channel
     fanout: Fanout
     chats: dict[str, LiveChat] = field(default_factory=dict)
+    #: The session's last row for listings, with what it was made from (table.summary).
+    row: tuple[tuple[Any, bool, int], SessionSummary] | None = None
 
     @property
     def uri(self) -> str:

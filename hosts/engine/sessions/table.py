@@ -116,7 +116,27 @@ class Sessions:
         self.chats[chat.record.uri] = chat
 
     def summary(self, session: LiveSession) -> SessionSummary:
-        """The session's row, as listSessions and root notifications carry it."""
+        """The session's row, as listSessions and root notifications carry it.
+
+        A row is made again only when something it says moved: the session's held state (which
+        every accepted action replaces), whether a turn runs, or its modified time. A row
+        handed out is never changed in place, so callers may keep it.
+        """
+        state, running, modified = (
+            session.channel.state,
+            session.running,
+            session.record.modified_ms,
+        )
+        cached = session.row
+        if cached is not None:
+            (was_state, was_running, was_modified), summary = cached
+            if was_state is state and was_running == running and was_modified == modified:
+                return summary
+        summary = self._summary(session)
+        session.row = ((state, running, modified), summary)
+        return summary
+
+    def _summary(self, session: LiveSession) -> SessionSummary:
         record = session.record
         state = session.channel.state
         summary: SessionSummary = {
