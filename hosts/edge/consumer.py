@@ -36,8 +36,16 @@ class AhpConsumer(AsyncConsumer):
     router: Router | None = None
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        # Replaces AsyncConsumer.__call__, whose loop makes a task and an asyncio.wait for every
+        # frame (channels' await_many_dispatch, for a consumer reading a layer too); this one
+        # reads only its socket, one frame at a time, in order.
+        self.scope = scope
+        self.base_send = send
         try:
-            await super().__call__(scope, receive, send)
+            while True:
+                await self.dispatch(await receive())
+        except StopConsumer:
+            pass
         finally:
             # However the consumer ends (daphne cancels one still busy after its client went),
             # the engine lets go of the connection.
