@@ -51,6 +51,64 @@ def positive_int(value: Any, method: str, name: str) -> int:
     return value
 
 
+def working_directories(value: Any, method: str) -> list[str]:
+    """A session's working folders: a list of file: URIs, one at the most (none: unnamed)."""
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(d, str) for d in value):
+        raise invalid_params(f"{method}: workingDirectories must be a list of URI strings")
+    for uri in value:
+        if not uri.startswith("file:"):
+            raise invalid_params(f"{method}: a working directory must be a file: URI: {uri}")
+    if len(value) > 1:
+        raise invalid_params(f"{method}: the agents here work in one directory")
+    return value
+
+
+def config_object(value: Any, method: str) -> dict[str, Any]:
+    """Session config values a client chose: an object (none: nothing chosen)."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise invalid_params(f"{method}: config must be an object")
+    return value
+
+
+def active_client(value: Any, method: str, client_id: str | None) -> dict[str, Any] | None:
+    """A createSession's activeClient: this client's own, with a tools list."""
+    if value is None:
+        return None
+    if not isinstance(value, dict) or value.get("clientId") != client_id:
+        raise invalid_params(
+            f"{method}: activeClient.clientId must be this client's id ({client_id})"
+        )
+    if not isinstance(value.get("tools", []), list):
+        raise invalid_params(f"{method}: activeClient.tools must be a list")
+    return {"tools": [], **value}
+
+
+def chat_source(value: Any) -> dict[str, Any] | None:
+    """A createChat's source: a fork or a side chat of a chat at a turn."""
+    if value is None:
+        return None
+    if not isinstance(value, dict) or value.get("kind") not in ("fork", "sideChat"):
+        raise invalid_params("createChat: source must be a fork or a sideChat")
+    return value
+
+
+def completion_request(params: Mapping[str, Any]) -> tuple[str, int]:
+    """A completions request's text and the offset in it that is being completed."""
+    text = params.get("text")
+    offset = params.get("offset")
+    if not isinstance(text, str):
+        raise invalid_params("completions: text must be a string")
+    if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset <= len(text):
+        raise invalid_params("completions: offset must be a position in text")
+    if params.get("kind") != "userMessage":
+        raise invalid_params("completions: kind must be userMessage")
+    return text, offset
+
+
 # -- messages ------------------------------------------------------------------------------
 
 

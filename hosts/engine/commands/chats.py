@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ...protocol.errors import invalid_params
-from ...protocol.validation import required_str
+from ...protocol.validation import completion_request, required_str
 from ..connection import Connection
 from ..host import Host
 from ..services import Caller, do_create_chat, do_dispose_chat
@@ -58,14 +58,7 @@ async def fetch_turns(host: Host, conn: Connection, params: dict[str, Any]) -> d
 async def completions(host: Host, conn: Connection, params: dict[str, Any]) -> dict[str, Any]:
     uri = required_str(params, "completions", "channel")
     chat = chat_of(host, uri)
-    text = params.get("text")
-    offset = params.get("offset")
-    if not isinstance(text, str):
-        raise invalid_params("completions: text must be a string")
-    if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset <= len(text):
-        raise invalid_params("completions: offset must be a position in text")
-    if params.get("kind") != "userMessage":
-        raise invalid_params("completions: kind must be userMessage")
+    text, offset = completion_request(params)
     head = text[:offset]
     start = max(head.rfind(" "), head.rfind("\n")) + 1
     word = head[start:]

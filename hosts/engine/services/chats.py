@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...protocol.errors import ErrorCode, ProtocolError, invalid_params
-from ...protocol.validation import user_message_problem
+from ...protocol.validation import chat_source, user_message_problem
 from ..host import Host
 from ..sessions import LiveChat, LiveSession
 from .caller import Caller, session_of
@@ -43,6 +43,7 @@ def do_create_chat(
         return chat
     if host.fanout.has(uri):
         raise ProtocolError(ErrorCode.ALREADY_EXISTS, f"Chat already exists: {uri}")
+    source = chat_source(source)
     title = title.strip() if isinstance(title, str) else ""
     turns: list[dict[str, Any]] = []
     origin: dict[str, Any] | None = None
@@ -55,10 +56,8 @@ def do_create_chat(
 
 
 def _from_source(
-    session: LiveSession, source: Any, title: str
+    session: LiveSession, source: dict[str, Any], title: str
 ) -> tuple[list[dict[str, Any]], dict[str, Any], str]:
-    if not isinstance(source, dict) or source.get("kind") not in ("fork", "sideChat"):
-        raise invalid_params("createChat: source must be a fork or a sideChat")
     origin_chat = session.chats.get(str(source.get("chat")))
     if origin_chat is None:
         raise invalid_params(

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ...protocol import validation
 from ...protocol.errors import ErrorCode, ProtocolError, invalid_params
 from ...protocol.uris import kind_of
-from ...protocol.validation import text_message_problem
 from ..host import Host
 from ..sessions import LiveSession
 from .caller import Caller, owner_or_admin, session_of, user_message
@@ -38,33 +38,15 @@ def agent_for(host: Host, provider: Any) -> str:
     return provider
 
 
-def working_directories(directories: Any, method: str) -> list[str]:
-    """The session's folder as a file: URI list (one); the server's folder when none is named."""
-    if directories is None:
-        directories = []
-    if not isinstance(directories, list) or not all(isinstance(d, str) for d in directories):
-        raise invalid_params(f"{method}: workingDirectories must be a list of URI strings")
-    for uri in directories:
-        if not uri.startswith("file:"):
-            raise invalid_params(f"{method}: a working directory must be a file: URI: {uri}")
-    if len(directories) > 1:
-        raise invalid_params(f"{method}: the agents here work in one directory")
-    return directories or [Path.cwd().resolve().as_uri()]
-
-
 def config_values(host: Host, provider: str, config: Any, method: str) -> dict[str, Any]:
     """The backend's defaults with the values the client chose laid over them."""
-    if config is None:
-        config = {}
-    if not isinstance(config, dict):
-        raise invalid_params(f"{method}: config must be an object")
     schema = host.sessions.agents[provider].session_config_schema()
     values = {
         key: prop["default"]
         for key, prop in schema.get("properties", {}).items()
         if "default" in prop
     }
-    values.update(config)
+    values.update(validation.config_object(config, method))
     return values
 
 
@@ -93,17 +75,11 @@ def do_create_session(
         raise invalid_params(f"{method}: {uri} cannot name a session")
     provider = agent_for(host, provider)
     values = config_values(host, provider, config, method)
-    if active_client is not None:
-        client_id = caller.sender.client_id if caller.sender is not None else None
-        if not isinstance(active_client, dict) or active_client.get("clientId") != client_id:
-            raise invalid_params(
-                f"{method}: activeClient.clientId must be this client's id ({client_id})"
-            )
-        if not isinstance(active_client.get("tools", []), list):
-            raise invalid_params(f"{method}: activeClient.tools must be a list")
-        active_client = {"tools": [], **active_client}
-    dirs = working_directories(directories, method)
-    if message is not None and (reason := text_message_problem(message)) is not None:
+    client_id = caller.sender.client_id if caller.sender is not None else None
+    active_client = validation.active_client(active_client, method, client_id)
+    # The server's own folder where none is named.
+    dirs = validation.working_directories(directories, method) or [Path.cwd().resolve().as_uri()]
+    if message is not None and (reason := validation.text_message_problem(message)) is not None:
         raise invalid_params(reason)
     uri = uri or f"ahp-session:/{uuid.uuid4()}"
     existing = host.sessions.session(uri)

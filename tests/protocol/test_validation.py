@@ -1,0 +1,111 @@
+"""Client input is checked at the protocol layer, each refusal naming what was wrong."""
+
+from __future__ import annotations
+
+import pytest
+
+from hosts.protocol import validation
+from hosts.protocol.errors import ErrorCode, ProtocolError
+
+USER = {"text": "hi", "origin": {"kind": "user"}}
+
+
+@pytest.mark.parametrize(
+    ("action", "reason"),
+    [
+        (
+            {"type": "session/titleChanged", "title": 3},
+            "session/titleChanged: title must be a string",
+        ),
+        (
+            {"type": "session/isReadChanged", "isRead": 1},
+            "session/isReadChanged: isRead must be a boolean",
+        ),
+        (
+            {"type": "session/configChanged", "config": []},
+            "session/configChanged: config must be an object",
+        ),
+        (
+            {"type": "root/configChanged", "config": {}, "replace": "yes"},
+            "root/configChanged: replace must be a boolean",
+        ),
+        (
+            {"type": "chat/turnStarted", "turnId": "", "startedAt": "x", "message": USER},
+            "chat/turnStarted: turnId must be a non-empty string",
+        ),
+        (
+            {
+                "type": "chat/turnStarted",
+                "turnId": "t",
+                "startedAt": "x",
+                "message": {**USER, "origin": {"kind": "agent"}},
+            },
+            "chat/turnStarted: a client may only send a message whose origin is the user",
+        ),
+        (
+            {"type": "chat/turnCancelled", "turnId": "t", "duration": True},
+            "chat/turnCancelled: duration is required",
+        ),
+        (
+            {"type": "chat/toolCallConfirmed", "toolCallId": "c", "approved": "yes"},
+            "chat/toolCallConfirmed: approved must be a boolean",
+        ),
+        (
+            {"type": "chat/pendingMessageSet", "kind": "later", "id": "q"},
+            "chat/pendingMessageSet: kind must be queued or steering, with an id",
+        ),
+        ({"type": "chat/truncated", "turnId": 4}, "chat/truncated: turnId must be a string"),
+    ],
+)
+def test_an_action_of_the_wrong_shape_is_refused_naming_the_field(action, reason):
+    assert validation.action_problem(action) == reason
+
+
+def test_well_formed_actions_and_unchecked_types_pass():
+    assert (
+        validation.action_problem(
+            {"type": "chat/turnStarted", "turnId": "t", "startedAt": "x", "message": USER}
+        )
+        is None
+    )
+    assert validation.action_problem({"type": "chat/draftChanged"}) is None
+
+
+def refused(call) -> str:  # type: ignore[no-untyped-def]
+    with pytest.raises(ProtocolError) as error:
+        call()
+    assert error.value.code == ErrorCode.INVALID_PARAMS
+    return error.value.message
+
+
+def test_working_directories_are_one_file_uri_at_the_most():
+    assert validation.working_directories(None, "m") == []
+    assert validation.working_directories(["file:///w"], "m") == ["file:///w"]
+    assert refused(lambda: validation.working_directories("file:///w", "m")) == (
+        "m: workingDirectories must be a list of URI strings"
+    )
+    assert "must be a file: URI" in refused(lambda: validation.working_directories(["/w"], "m"))
+    assert "one directory" in refused(
+        lambda: validation.working_directories(["file:///a", "file:///b"], "m")
+    )
+
+
+def test_an_active_client_is_the_callers_own_with_a_tools_list():
+    assert validation.active_client({"clientId": "c"}, "m", "c") == {"tools": [], "clientId": "c"}
+    assert "this client's id (c)" in refused(
+        lambda: validation.active_client({"clientId": "d"}, "m", "c")
+    )
+    assert "tools must be a list" in refused(
+        lambda: validation.active_client({"clientId": "c", "tools": 1}, "m", "c")
+    )
+
+
+def test_a_completion_offset_lies_in_its_text():
+    assert validation.completion_request({"text": "ab", "offset": 2, "kind": "userMessage"}) == (
+        "ab",
+        2,
+    )
+    assert "offset" in refused(
+        lambda: validation.completion_request({"text": "ab", "offset": 3, "kind": "userMessage"})
+    )
+    assert "kind" in refused(lambda: validation.completion_request({"text": "ab", "offset": 0}))
