@@ -130,6 +130,11 @@ def compact(**fields: Any) -> JsonObject:
     return {key: value for key, value in fields.items() if value is not None}
 
 
+def pick(obj: Mapping[str, Any], *keys: str) -> JsonObject:
+    """The ``keys`` of ``obj`` whose values are set, in the order named."""
+    return {key: obj[key] for key in keys if obj.get(key) is not None}
+
+
 def as_object(value: Any) -> JsonObject | None:
     """Return ``value`` if it is a JSON object, else ``None``."""
     return value if isinstance(value, dict) else None
@@ -176,34 +181,48 @@ def replace_at(items: Sequence[Any], index: int, item: Any) -> list[Any]:
     return result
 
 
-def merge_config(state: JsonObject, action: Action) -> JsonObject:
-    """Apply a root/session ``configChanged`` action to ``state["config"]``.
+# ─── Keyed lists of objects on a state ───────────────────────────────────────
+#
+# Many states hold a list of objects keyed by one of their fields (chats by
+# ``resource``, files by ``id``, ...). These return ``state`` itself whenever
+# nothing changes, so a no-op action leaves the state identical.
 
-    No-op without an existing config. ``replace: true`` swaps the values for
-    the action's; otherwise the action's entries are merged over them.
+
+def with_item_set(state: JsonObject, field: str, item: Any, key: str) -> JsonObject:
+    """``state[field]`` with ``item`` replacing the entry of the same ``key``, else appended.
+
+    An ``item`` that is not an object changes nothing.
     """
-    config = as_object(state.get("config"))
-    if not config:
+    if not isinstance(item, dict):
         return state
-    incoming = as_object(action.get("config")) or {}
-    if action.get("replace"):
-        values = dict(incoming)
-    else:
-        values = {**(as_object(config.get("values")) or {}), **incoming}
-    return {**state, "config": {**config, "values": values}}
+    return {**state, field: upsert(as_list(state.get(field)), item, key)}
 
 
-def directory_added(state: JsonObject, directory: Any) -> JsonObject:
-    """`workingDirectories` as a set kept in insertion order: the directory appended if absent."""
-    directories = as_list(state.get("workingDirectories"))
-    if directory is None or directory in directories:
+def with_item_removed(state: JsonObject, field: str, key: str, value: Any) -> JsonObject:
+    """``state[field]`` without the first entry whose ``key`` is ``value``, if there is one."""
+    items = as_list(state.get(field))
+    index = find_index(items, key_equals(key, value))
+    if index < 0:
         return state
-    return {**state, "workingDirectories": [*directories, directory]}
+    return {**state, field: remove_at(items, index)}
 
 
-def directory_removed(state: JsonObject, directory: Any) -> JsonObject:
-    """The directory taken out of `workingDirectories`; a no-op when it is not there."""
-    current = state.get("workingDirectories")
-    if not isinstance(current, list) or directory not in current:
+def with_item_changed(
+    state: JsonObject,
+    field: str,
+    key: str,
+    value: Any,
+    change: Callable[[JsonObject], JsonObject],
+) -> JsonObject:
+    """``state[field]`` with its first entry whose ``key`` is ``value`` replaced by ``change``.
+
+    An unknown ``value``, or ``change`` returning the entry itself, leaves ``state`` as is.
+    """
+    items = as_list(state.get(field))
+    index = find_index(items, key_equals(key, value))
+    if index < 0:
         return state
-    return {**state, "workingDirectories": remove_at(current, current.index(directory))}
+    updated = change(items[index])
+    if updated is items[index]:
+        return state
+    return {**state, field: replace_at(items, index, updated)}

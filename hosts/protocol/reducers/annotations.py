@@ -11,88 +11,55 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ._action_table import ActionTable, removes_item, sets_item, table_reducer
 from ._common import (
     Action,
     JsonObject,
-    as_list,
-    find_index,
-    key_equals,
-    remove_at,
-    replace_at,
-    upsert,
+    pick,
+    with_item_changed,
+    with_item_removed,
+    with_item_set,
 )
 
 #: Fields ``annotations/updated`` may overwrite; absent ones are left alone.
 _UPDATABLE_FIELDS = ("origin", "resource", "range", "resolved")
 
 
-def _with_annotation(
-    state: JsonObject,
-    annotation_id: Any,
-    change: Callable[[JsonObject], JsonObject | None],
+def _with_annotation_changed(
+    state: JsonObject, action: Action, change: Callable[[JsonObject], JsonObject]
 ) -> JsonObject:
-    """Replace the annotation ``annotation_id`` by ``change(annotation)``.
+    """The annotation ``action["annotationId"]`` replaced by ``change(annotation)``."""
+    return with_item_changed(state, "annotations", "id", action.get("annotationId"), change)
 
-    An unknown id, or ``change`` returning ``None``, leaves ``state`` as is.
-    """
-    annotations = as_list(state.get("annotations"))
-    index = find_index(annotations, key_equals("id", annotation_id))
-    if index < 0:
+
+def _updated(state: JsonObject, action: Action, now_ms: int) -> JsonObject:
+    present = pick(action, *_UPDATABLE_FIELDS)
+    return _with_annotation_changed(state, action, lambda current: {**current, **present})
+
+
+def _entry_set(state: JsonObject, action: Action, now_ms: int) -> JsonObject:
+    entry: Any = action.get("entry")
+    if not isinstance(entry, dict):
         return state
-    updated = change(annotations[index])
-    if updated is None:
-        return state
-    return {**state, "annotations": replace_at(annotations, index, updated)}
+    return _with_annotation_changed(
+        state, action, lambda current: with_item_set(current, "entries", entry, "id")
+    )
 
 
-def reduce_annotations(state: JsonObject, action: Action, *, now_ms: int) -> JsonObject:
-    """Apply one annotations action to ``state`` and return the resulting state.
+def _entry_removed(state: JsonObject, action: Action, now_ms: int) -> JsonObject:
+    entry_id = action.get("entryId")
+    return _with_annotation_changed(
+        state, action, lambda current: with_item_removed(current, "entries", "id", entry_id)
+    )
 
-    ``now_ms`` is accepted for a uniform signature and unused. Unknown action
-    types leave the state unchanged.
-    """
-    kind: Any = action.get("type")
-    annotations = as_list(state.get("annotations"))
 
-    if kind == "annotations/set":
-        annotation = action.get("annotation")
-        if not isinstance(annotation, dict):
-            return state
-        return {**state, "annotations": upsert(annotations, annotation, "id")}
+ANNOTATIONS_ACTIONS: ActionTable = {
+    "annotations/set": sets_item("annotations", source="annotation", key="id"),
+    "annotations/removed": removes_item("annotations", key="id", source="annotationId"),
+    "annotations/updated": _updated,
+    "annotations/entrySet": _entry_set,
+    "annotations/entryRemoved": _entry_removed,
+}
 
-    if kind == "annotations/removed":
-        index = find_index(annotations, key_equals("id", action.get("annotationId")))
-        if index < 0:
-            return state
-        return {**state, "annotations": remove_at(annotations, index)}
 
-    if kind == "annotations/updated":
-        present = {
-            field: action[field] for field in _UPDATABLE_FIELDS if action.get(field) is not None
-        }
-        return _with_annotation(
-            state, action.get("annotationId"), lambda current: {**current, **present}
-        )
-
-    if kind == "annotations/entrySet":
-        entry = action.get("entry")
-        if not isinstance(entry, dict):
-            return state
-
-        def set_entry(current: JsonObject) -> JsonObject:
-            return {**current, "entries": upsert(as_list(current.get("entries")), entry, "id")}
-
-        return _with_annotation(state, action.get("annotationId"), set_entry)
-
-    if kind == "annotations/entryRemoved":
-
-        def remove_entry(current: JsonObject) -> JsonObject | None:
-            entries = as_list(current.get("entries"))
-            index = find_index(entries, key_equals("id", action.get("entryId")))
-            if index < 0:
-                return None
-            return {**current, "entries": remove_at(entries, index)}
-
-        return _with_annotation(state, action.get("annotationId"), remove_entry)
-
-    return state
+reduce_annotations = table_reducer(ANNOTATIONS_ACTIONS)

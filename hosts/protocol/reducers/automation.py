@@ -8,9 +8,8 @@ the catalogue unchanged.
 
 from __future__ import annotations
 
-from typing import Any
-
-from ._common import Action, JsonObject, as_list, find_index, key_equals, remove_at, upsert
+from ._action_table import ActionTable, table_reducer, unchanged
+from ._common import Action, JsonObject, with_item_removed, with_item_set
 
 
 def _entries_key(state: JsonObject) -> str:
@@ -21,24 +20,21 @@ def _entries_key(state: JsonObject) -> str:
     return "entries"
 
 
-def reduce_automation(state: JsonObject, action: Action, *, now_ms: int) -> JsonObject:
-    """Apply one automation-catalogue action to ``state`` and return the result.
+def _set(state: JsonObject, action: Action, now_ms: int) -> JsonObject:
+    return with_item_set(state, _entries_key(state), action.get("automation"), "resource")
 
-    ``now_ms`` is accepted for a uniform signature and unused. Unknown action
-    types leave the state unchanged.
-    """
-    kind: Any = action.get("type")
-    key = _entries_key(state)
-    entries = as_list(state.get(key))
-    if kind == "automation/set":
-        entry = action.get("automation")
-        if not isinstance(entry, dict):
-            return state
-        return {**state, key: upsert(entries, entry, "resource")}
-    if kind == "automation/removed":
-        index = find_index(entries, key_equals("resource", action.get("resource")))
-        if index < 0:
-            return state
-        return {**state, key: remove_at(entries, index)}
-    # automation/createRequested, automation/updateRequested and unknown types.
-    return state
+
+def _removed(state: JsonObject, action: Action, now_ms: int) -> JsonObject:
+    return with_item_removed(state, _entries_key(state), "resource", action.get("resource"))
+
+
+AUTOMATION_ACTIONS: ActionTable = {
+    "automation/set": _set,
+    "automation/removed": _removed,
+    # Requests: the host answers them with automation/set.
+    "automation/createRequested": unchanged,
+    "automation/updateRequested": unchanged,
+}
+
+
+reduce_automation = table_reducer(AUTOMATION_ACTIONS)

@@ -8,42 +8,49 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._action_table import ActionTable, sets_field, table_reducer, unchanged
 from ._common import Action, JsonObject, as_list, assign
 
 
-def reduce_automation_run(state: JsonObject, action: Action, *, now_ms: int) -> JsonObject:
-    """Apply one automation-run action to ``state`` and return the result.
+def _lifecycle_changed(state: JsonObject, action: Action, now_ms: int) -> JsonObject:
+    changes: dict[str, Any] = {"lifecycle": action.get("lifecycle")}
+    # Pre-1.0 drafts carried the permitted run operations on this action;
+    # 1.0 has no such field, so only replace them when one is sent.
+    if "operations" in action:
+        changes["operations"] = action.get("operations")
+    return assign(state, changes)
 
-    ``now_ms`` is accepted for a uniform signature; lifecycle timestamps come
-    from the action. Unknown action types leave the state unchanged.
-    """
-    kind: Any = action.get("type")
+
+def _session_set(state: JsonObject, action: Action, now_ms: int) -> JsonObject:
     sessions = as_list(state.get("sessions"))
-    if kind == "automationRun/lifecycleChanged":
-        changes: dict[str, Any] = {"lifecycle": action.get("lifecycle")}
-        # Pre-1.0 drafts carried the permitted run operations on this action;
-        # 1.0 has no such field, so only replace them when one is sent.
-        if "operations" in action:
-            changes["operations"] = action.get("operations")
-        return assign(state, changes)
-    if kind == "automationRun/sessionSet":
-        session = action.get("session")
-        if session is None or session in sessions:
-            return state
-        return {**state, "sessions": [*sessions, session]}
-    if kind == "automationRun/sessionRemoved":
-        session = action.get("session")
-        if session not in sessions:
-            return state
-        remaining = list(sessions)
-        remaining.remove(session)
-        next_state = {**state, "sessions": remaining}
-        if state.get("primarySession") == session:
-            # The recommended session must stay a member of the run.
-            next_state.pop("primarySession", None)
-        return next_state
-    if kind == "automationRun/primarySessionChanged":
-        return assign(state, {"primarySession": action.get("primarySession")})
-    # automationRun/cancelRequested is a request; the host reports the outcome
-    # with a later lifecycleChanged. Unknown types land here too.
-    return state
+    session = action.get("session")
+    if session is None or session in sessions:
+        return state
+    return {**state, "sessions": [*sessions, session]}
+
+
+def _session_removed(state: JsonObject, action: Action, now_ms: int) -> JsonObject:
+    sessions = as_list(state.get("sessions"))
+    session = action.get("session")
+    if session not in sessions:
+        return state
+    remaining = list(sessions)
+    remaining.remove(session)
+    next_state = {**state, "sessions": remaining}
+    if state.get("primarySession") == session:
+        # The recommended session must stay a member of the run.
+        next_state.pop("primarySession", None)
+    return next_state
+
+
+AUTOMATION_RUN_ACTIONS: ActionTable = {
+    "automationRun/lifecycleChanged": _lifecycle_changed,
+    "automationRun/sessionSet": _session_set,
+    "automationRun/sessionRemoved": _session_removed,
+    "automationRun/primarySessionChanged": sets_field("primarySession"),
+    # A request; the host reports the outcome with a later lifecycleChanged.
+    "automationRun/cancelRequested": unchanged,
+}
+
+
+reduce_automation_run = table_reducer(AUTOMATION_RUN_ACTIONS)

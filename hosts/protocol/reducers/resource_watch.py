@@ -7,9 +7,11 @@ as it passes, so no action changes the retained state.
 
 from __future__ import annotations
 
-from ._common import Action, JsonObject
+from ._action_table import ActionTable, table_reducer, unchanged
+
+RESOURCE_WATCH_ACTIONS: ActionTable = {
+    "resourceWatch/changed": unchanged,
+}
 
 
-def reduce_resource_watch(state: JsonObject, action: Action, *, now_ms: int) -> JsonObject:
-    """Return ``state`` unchanged for every action, known or not."""
-    return state
+reduce_resource_watch = table_reducer(RESOURCE_WATCH_ACTIONS)

@@ -5,24 +5,14 @@ Port of ``types/channels-root/reducer.ts``.
 
 from __future__ import annotations
 
-from typing import Any
+from ._action_table import ActionTable, config_changed, sets_field, table_reducer
 
-from ._common import Action, JsonObject, assign, merge_config
+ROOT_ACTIONS: ActionTable = {
+    "root/agentsChanged": sets_field("agents"),
+    "root/activeSessionsChanged": sets_field("activeSessions"),
+    "root/terminalsChanged": sets_field("terminals"),
+    "root/configChanged": config_changed,
+}
 
 
-def reduce_root(state: JsonObject, action: Action, *, now_ms: int) -> JsonObject:
-    """Apply one root action to ``state`` and return the resulting state.
-
-    ``now_ms`` is accepted for a uniform signature; no root action stamps a time.
-    Unknown action types leave the state unchanged.
-    """
-    kind: Any = action.get("type")
-    if kind == "root/agentsChanged":
-        return assign(state, {"agents": action.get("agents")})
-    if kind == "root/activeSessionsChanged":
-        return assign(state, {"activeSessions": action.get("activeSessions")})
-    if kind == "root/terminalsChanged":
-        return assign(state, {"terminals": action.get("terminals")})
-    if kind == "root/configChanged":
-        return merge_config(state, action)
-    return state
+reduce_root = table_reducer(ROOT_ACTIONS)

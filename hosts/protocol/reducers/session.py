@@ -10,26 +10,31 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ._action_table import (
+    ActionTable,
+    config_changed,
+    removes_item,
+    sets_field,
+    sets_item,
+    summary_actions,
+    table_reducer,
+)
 from ._common import (
     STATUS_IN_PROGRESS,
     STATUS_INPUT_NEEDED,
-    STATUS_IS_ARCHIVED,
-    STATUS_IS_READ,
     Action,
     JsonObject,
     as_list,
     assign,
-    directory_added,
-    directory_removed,
     find_index,
     key_equals,
-    merge_config,
     remove_at,
     replace_at,
     status_of,
-    upsert,
     with_activity,
-    with_status_flag,
+    with_item_changed,
+    with_item_removed,
+    with_item_set,
     without,
 )
 
@@ -58,33 +63,44 @@ def _with_input_needed_status(status: int, input_needed: Sequence[Any]) -> int:
     return status & ~(STATUS_INPUT_NEEDED & ~STATUS_IN_PROGRESS)
 
 
+# ─── Lifecycle ───────────────────────────────────────────────────────────────
+
+
+def _ready(state: JsonObject, action: Action, now_ms: int) -> JsonObject:
+    # Never touches `status`: a provisional session can already be running
+    # its first turn when it becomes ready.
+    return {**state, "lifecycle": "ready"}
+
+
+def _creation_failed(state: JsonObject, action: Action, now_ms: int) -> JsonObject:
+    return assign(state, {"lifecycle": "failed", "creationError": action.get("error")})
+
+
 # ─── Chat catalogue ──────────────────────────────────────────────────────────
 
 
-def _chat_removed(state: JsonObject, action: Action) -> JsonObject:
-    chats = as_list(state.get("chats"))
-    index = find_index(chats, key_equals("resource", action.get("chat")))
-    if index < 0:
+def _chat_removed(state: JsonObject, action: Action, now_ms: int) -> JsonObject:
+    next_state = with_item_removed(state, "chats", "resource", action.get("chat"))
+    if next_state is state:
         return state
-    next_state = {**state, "chats": remove_at(chats, index)}
     if state.get("defaultChat") == action.get("chat"):
         # The default chat must name a chat in the catalogue.
         next_state.pop("defaultChat", None)
     return next_state
 
 
-def _chat_updated(state: JsonObject, action: Action) -> JsonObject:
-    chats = as_list(state.get("chats"))
-    index = find_index(chats, key_equals("resource", action.get("chat")))
+def _chat_updated(state: JsonObject, action: Action, now_ms: int) -> JsonObject:
     changes = action.get("changes")
-    if index < 0 or not isinstance(changes, dict):
+    if not isinstance(changes, dict):
         return state
     # The resource is the key; a change may not move the entry elsewhere.
-    merged = assign(chats[index], without(changes, "resource"))
-    return {**state, "chats": replace_at(chats, index, merged)}
+    kept = without(changes, "resource")
+    return with_item_changed(
+        state, "chats", "resource", action.get("chat"), lambda chat: assign(chat, kept)
+    )
 
 
-def _chats_reordered(state: JsonObject, action: Action) -> JsonObject:
+def _chats_reordered(state: JsonObject, action: Action, now_ms: int) -> JsonObject:
     """Apply an authoritative order, but only a complete one.
 
     The order must name every catalogued chat exactly once; anything else
@@ -111,7 +127,7 @@ def _chats_reordered(state: JsonObject, action: Action) -> JsonObject:
 # ─── Working directories ─────────────────────────────────────────────────────
 
 
-def _working_directory_replaced(state: JsonObject, action: Action) -> JsonObject:
+def _working_directory_replaced(state: JsonObject, action: Action, now_ms: int) -> JsonObject:
     directories = state.get("workingDirectories")
     if not isinstance(directories, list):
         return state
@@ -136,26 +152,22 @@ def _working_directory_replaced(state: JsonObject, action: Action) -> JsonObject
 # ─── Input queue ─────────────────────────────────────────────────────────────
 
 
-def _input_needed_set(state: JsonObject, action: Action) -> JsonObject:
-    request = action.get("request")
-    if not isinstance(request, dict):
+def _input_needed_set(state: JsonObject, action: Action, now_ms: int) -> JsonObject:
+    next_state = with_item_set(state, "inputNeeded", action.get("request"), "id")
+    if next_state is state:
         return state
-    input_needed = upsert(as_list(state.get("inputNeeded")), request, "id")
-    status = _with_input_needed_status(status_of(state), input_needed)
-    return {**state, "inputNeeded": input_needed, "status": status}
+    status = _with_input_needed_status(status_of(state), next_state["inputNeeded"])
+    return {**next_state, "status": status}
 
 
-def _input_needed_removed(state: JsonObject, action: Action) -> JsonObject:
-    queue = state.get("inputNeeded")
-    if not isinstance(queue, list):
+def _input_needed_removed(state: JsonObject, action: Action, now_ms: int) -> JsonObject:
+    next_state = with_item_removed(state, "inputNeeded", "id", action.get("id"))
+    if next_state is state:
         return state
-    index = find_index(queue, key_equals("id", action.get("id")))
-    if index < 0:
-        return state
-    remaining = remove_at(queue, index)
+    remaining = next_state["inputNeeded"]
     status = _with_input_needed_status(status_of(state), remaining)
     # An emptied queue becomes absent rather than an empty list.
-    return assign(state, {"status": status, "inputNeeded": remaining or None})
+    return assign(next_state, {"status": status, "inputNeeded": remaining or None})
 
 
 # ─── Customizations ──────────────────────────────────────────────────────────
@@ -177,51 +189,70 @@ def _apply_enablement(customization: JsonObject, enablement: list[Any]) -> JsonO
     return {**customization, "enabled": True if enabled is None else enabled}
 
 
-def _customization_toggled(state: JsonObject, action: Action) -> JsonObject:
+def _with_customization_changed(
+    state: JsonObject,
+    target: Any,
+    change: Callable[[JsonObject], JsonObject | None],
+    *,
+    first_container_only: bool = False,
+) -> JsonObject:
+    """The customization ``target`` replaced by ``change(entry)``, or removed where it is ``None``.
+
+    The top level is searched first (a host may list MCP servers there); only
+    without a match there are the children of the containers searched, every
+    container or just the first holding ``target``. A ``change`` returning its
+    argument, or no customization ``target`` at all, leaves ``state`` as is.
+    """
     customizations = state.get("customizations")
-    enablement = action.get("enablement")
-    if not isinstance(customizations, list) or not isinstance(enablement, list):
+    if not isinstance(customizations, list):
         return state
-    target = action.get("id")
     top = find_index(customizations, key_equals("id", target))
     if top >= 0:
-        updated = _apply_enablement(customizations[top], enablement)
-        return {**state, "customizations": replace_at(customizations, top, updated)}
+        entry = customizations[top]
+        new_entry = change(entry)
+        if new_entry is entry:
+            return state
+        if new_entry is None:
+            return {**state, "customizations": remove_at(customizations, top)}
+        return {**state, "customizations": replace_at(customizations, top, new_entry)}
+    changed = False
+    updated = list(customizations)
     for position, container in enumerate(customizations):
-        if not isinstance(container, dict) or container.get("type") == _MCP_SERVER:
-            continue
-        children = container.get("children")
-        if not isinstance(children, list):
+        children = container.get("children") if isinstance(container, dict) else None
+        if not isinstance(children, list) or container.get("type") == _MCP_SERVER:
             continue
         child = find_index(children, key_equals("id", target))
         if child < 0:
             continue
-        new_children = replace_at(children, child, _apply_enablement(children[child], enablement))
-        new_container = {**container, "children": new_children}
-        return {**state, "customizations": replace_at(customizations, position, new_container)}
-    return state
-
-
-def _customization_removed(state: JsonObject, action: Action) -> JsonObject:
-    customizations = state.get("customizations")
-    if not isinstance(customizations, list):
-        return state
-    target = action.get("id")
-    top = find_index(customizations, key_equals("id", target))
-    if top >= 0:
-        # Removing a container removes its children with it.
-        return {**state, "customizations": remove_at(customizations, top)}
-    changed = False
-    updated: list[Any] = []
-    for container in customizations:
-        children = container.get("children") if isinstance(container, dict) else None
-        if isinstance(children, list) and container.get("type") != _MCP_SERVER:
-            child = find_index(children, key_equals("id", target))
-            if child >= 0:
-                container = {**container, "children": remove_at(children, child)}
-                changed = True
-        updated.append(container)
+        new_child = change(children[child])
+        if new_child is not children[child]:
+            new_children = (
+                remove_at(children, child)
+                if new_child is None
+                else replace_at(children, child, new_child)
+            )
+            updated[position] = {**container, "children": new_children}
+            changed = True
+        if first_container_only:
+            break
     return {**state, "customizations": updated} if changed else state
+
+
+def _customization_toggled(state: JsonObject, action: Action, now_ms: int) -> JsonObject:
+    enablement = action.get("enablement")
+    if not isinstance(enablement, list):
+        return state
+    return _with_customization_changed(
+        state,
+        action.get("id"),
+        lambda customization: _apply_enablement(customization, enablement),
+        first_container_only=True,
+    )
+
+
+def _customization_removed(state: JsonObject, action: Action, now_ms: int) -> JsonObject:
+    # Removing a container removes its children with it.
+    return _with_customization_changed(state, action.get("id"), lambda customization: None)
 
 
 def _update_mcp_server(
@@ -229,38 +260,16 @@ def _update_mcp_server(
 ) -> JsonObject:
     """Apply ``update`` to the MCP server customization ``server_id``.
 
-    The top level is searched first (a host may list servers there), then
-    the children of every container. An id that names a customization of
-    another type, or nothing at all, is a no-op.
+    An id that names a customization of another type, or nothing at all, is a no-op.
     """
-    customizations = state.get("customizations")
-    if not isinstance(customizations, list):
-        return state
-    top = find_index(customizations, key_equals("id", server_id))
-    if top >= 0:
-        entry = customizations[top]
-        if entry.get("type") != _MCP_SERVER:
-            return state
-        new_entry = update(entry)
-        if new_entry is entry:
-            return state
-        return {**state, "customizations": replace_at(customizations, top, new_entry)}
-    changed = False
-    updated: list[Any] = []
-    for container in customizations:
-        children = container.get("children") if isinstance(container, dict) else None
-        if isinstance(children, list) and container.get("type") != _MCP_SERVER:
-            child = find_index(children, key_equals("id", server_id))
-            if child >= 0 and children[child].get("type") == _MCP_SERVER:
-                new_child = update(children[child])
-                if new_child is not children[child]:
-                    container = {**container, "children": replace_at(children, child, new_child)}
-                    changed = True
-        updated.append(container)
-    return {**state, "customizations": updated} if changed else state
+
+    def update_server(entry: JsonObject) -> JsonObject:
+        return update(entry) if entry.get("type") == _MCP_SERVER else entry
+
+    return _with_customization_changed(state, server_id, update_server)
 
 
-def _mcp_server_background_requested(entry: JsonObject) -> JsonObject:
+def _moved_to_background(entry: JsonObject) -> JsonObject:
     # Only a server that is starting and blocking the turn can be moved to
     # the background; anything else is already not in the way.
     server_state = entry.get("state")
@@ -273,110 +282,62 @@ def _mcp_server_background_requested(entry: JsonObject) -> JsonObject:
     return entry
 
 
+def _mcp_server_state_changed(state: JsonObject, action: Action, now_ms: int) -> JsonObject:
+    changes = {"state": action.get("state"), "channel": action.get("channel")}
+    return _update_mcp_server(state, action.get("id"), lambda entry: assign(entry, changes))
+
+
+def _mcp_server_start_requested(state: JsonObject, action: Action, now_ms: int) -> JsonObject:
+    starting = {"state": {"kind": "starting"}, "channel": None}
+    return _update_mcp_server(state, action.get("id"), lambda entry: assign(entry, starting))
+
+
+def _mcp_server_stop_requested(state: JsonObject, action: Action, now_ms: int) -> JsonObject:
+    stopped = {"state": {"kind": "stopped"}, "channel": None}
+    return _update_mcp_server(state, action.get("id"), lambda entry: assign(entry, stopped))
+
+
+def _mcp_server_background_requested(state: JsonObject, action: Action, now_ms: int) -> JsonObject:
+    return _update_mcp_server(state, action.get("id"), _moved_to_background)
+
+
 # ─── Reducer ─────────────────────────────────────────────────────────────────
 
-
-def reduce_session(state: JsonObject, action: Action, *, now_ms: int) -> JsonObject:
-    """Apply one session action to ``state`` and return the resulting state.
-
-    ``now_ms`` is accepted for a uniform signature; no session action stamps a
-    time in 1.0. Unknown action types leave the state unchanged.
-    """
-    kind: Any = action.get("type")
-
-    # Lifecycle. session/ready must not touch `status`: a provisional session
-    # can already be running its first turn when it becomes ready.
-    if kind == "session/ready":
-        return {**state, "lifecycle": "ready"}
-    if kind == "session/creationFailed":
-        return assign(state, {"lifecycle": "failed", "creationError": action.get("error")})
-
+SESSION_ACTIONS: ActionTable = {
+    # Lifecycle.
+    "session/ready": _ready,
+    "session/creationFailed": _creation_failed,
     # Chat catalogue.
-    if kind == "session/chatAdded":
-        summary = action.get("summary")
-        if not isinstance(summary, dict):
-            return state
-        return {**state, "chats": upsert(as_list(state.get("chats")), summary, "resource")}
-    if kind == "session/chatRemoved":
-        return _chat_removed(state, action)
-    if kind == "session/chatUpdated":
-        return _chat_updated(state, action)
-    if kind == "session/chatsReordered":
-        return _chats_reordered(state, action)
-    if kind == "session/defaultChatChanged":
-        return assign(state, {"defaultChat": action.get("defaultChat")})
-
-    # Metadata.
-    if kind == "session/titleChanged":
-        return assign(state, {"title": action.get("title")})
-    if kind == "session/isReadChanged":
-        status = with_status_flag(status_of(state), STATUS_IS_READ, bool(action.get("isRead")))
-        return {**state, "status": status}
-    if kind == "session/isArchivedChanged":
-        on = bool(action.get("isArchived"))
-        return {**state, "status": with_status_flag(status_of(state), STATUS_IS_ARCHIVED, on)}
-    if kind == "session/activityChanged":
-        return assign(state, {"activity": action.get("activity")})
-    if kind == "session/changesetsChanged":
-        return assign(state, {"changesets": action.get("changesets")})
-    if kind == "session/configChanged":
-        return merge_config(state, action)
-    if kind == "session/metaChanged":
-        return assign(state, {"_meta": action.get("_meta")})
-    if kind == "session/serverToolsChanged":
-        return assign(state, {"serverTools": action.get("tools")})
-
+    "session/chatAdded": sets_item("chats", source="summary", key="resource"),
+    "session/chatRemoved": _chat_removed,
+    "session/chatUpdated": _chat_updated,
+    "session/chatsReordered": _chats_reordered,
+    "session/defaultChatChanged": sets_field("defaultChat"),
+    # Metadata, with the summary fields a chat shares (read, archived, activity,
+    # changesets, working directories).
+    "session/titleChanged": sets_field("title"),
+    **summary_actions("session"),
+    "session/configChanged": config_changed,
+    "session/metaChanged": sets_field("_meta"),
+    "session/serverToolsChanged": sets_field("serverTools", source="tools"),
     # Connected clients.
-    if kind == "session/activeClientSet":
-        client = action.get("activeClient")
-        if not isinstance(client, dict):
-            return state
-        clients = upsert(as_list(state.get("activeClients")), client, "clientId")
-        return {**state, "activeClients": clients}
-    if kind == "session/activeClientRemoved":
-        clients = as_list(state.get("activeClients"))
-        index = find_index(clients, key_equals("clientId", action.get("clientId")))
-        if index < 0:
-            return state
-        return {**state, "activeClients": remove_at(clients, index)}
-
-    # Working directories: a set kept in insertion order.
-    if kind == "session/workingDirectorySet":
-        return directory_added(state, action.get("directory"))
-    if kind == "session/workingDirectoryRemoved":
-        return directory_removed(state, action.get("directory"))
-    if kind == "session/workingDirectoryReplaced":
-        return _working_directory_replaced(state, action)
-
+    "session/activeClientSet": sets_item("activeClients", source="activeClient", key="clientId"),
+    "session/activeClientRemoved": removes_item("activeClients", key="clientId", source="clientId"),
+    # Working directories beyond the shared set and remove.
+    "session/workingDirectoryReplaced": _working_directory_replaced,
     # Input queue.
-    if kind == "session/inputNeededSet":
-        return _input_needed_set(state, action)
-    if kind == "session/inputNeededRemoved":
-        return _input_needed_removed(state, action)
-
+    "session/inputNeededSet": _input_needed_set,
+    "session/inputNeededRemoved": _input_needed_removed,
     # Customizations.
-    if kind == "session/customizationsChanged":
-        return assign(state, {"customizations": action.get("customizations")})
-    if kind == "session/customizationToggled":
-        return _customization_toggled(state, action)
-    if kind == "session/customizationUpdated":
-        customization = action.get("customization")
-        if not isinstance(customization, dict):
-            return state
-        customizations = upsert(as_list(state.get("customizations")), customization, "id")
-        return {**state, "customizations": customizations}
-    if kind == "session/customizationRemoved":
-        return _customization_removed(state, action)
-    if kind == "session/mcpServerStateChanged":
-        changes = {"state": action.get("state"), "channel": action.get("channel")}
-        return _update_mcp_server(state, action.get("id"), lambda entry: assign(entry, changes))
-    if kind == "session/mcpServerStartRequested":
-        starting = {"state": {"kind": "starting"}, "channel": None}
-        return _update_mcp_server(state, action.get("id"), lambda entry: assign(entry, starting))
-    if kind == "session/mcpServerStopRequested":
-        stopped = {"state": {"kind": "stopped"}, "channel": None}
-        return _update_mcp_server(state, action.get("id"), lambda entry: assign(entry, stopped))
-    if kind == "session/mcpServerBackgroundRequested":
-        return _update_mcp_server(state, action.get("id"), _mcp_server_background_requested)
+    "session/customizationsChanged": sets_field("customizations"),
+    "session/customizationToggled": _customization_toggled,
+    "session/customizationUpdated": sets_item("customizations", source="customization", key="id"),
+    "session/customizationRemoved": _customization_removed,
+    "session/mcpServerStateChanged": _mcp_server_state_changed,
+    "session/mcpServerStartRequested": _mcp_server_start_requested,
+    "session/mcpServerStopRequested": _mcp_server_stop_requested,
+    "session/mcpServerBackgroundRequested": _mcp_server_background_requested,
+}
 
-    return state
+
+reduce_session = table_reducer(SESSION_ACTIONS)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._action_table import ActionTable, sets_field, table_reducer, unchanged
 from ._common import Action, JsonObject, as_list, assign, compact
 
 
@@ -28,7 +29,7 @@ def _append_data(content: list[Any], data: str) -> list[Any]:
     return result
 
 
-def _finish_command(state: JsonObject, action: Action) -> JsonObject:
+def _command_finished(state: JsonObject, action: Action, now_ms: int) -> JsonObject:
     """Mark the command part named by ``commandId`` complete."""
     changed = False
     content: list[Any] = []
@@ -51,48 +52,57 @@ def _finish_command(state: JsonObject, action: Action) -> JsonObject:
     return {**state, "content": content} if changed else state
 
 
-def reduce_terminal(state: JsonObject, action: Action, *, now_ms: int) -> JsonObject:
-    """Apply one terminal action to ``state`` and return the resulting state.
-
-    ``now_ms`` is accepted for a uniform signature; command timestamps come
-    from the action. Unknown action types leave the state unchanged.
-    """
-    kind: Any = action.get("type")
-    if kind == "terminal/data":
-        data = action.get("data")
-        if not isinstance(data, str):
-            return state
-        return {**state, "content": _append_data(as_list(state.get("content")), data)}
-    if kind == "terminal/input":
-        # Side effect only: the host forwards the bytes to the pty.
+def _data(state: JsonObject, action: Action, now_ms: int) -> JsonObject:
+    data = action.get("data")
+    if not isinstance(data, str):
         return state
-    if kind == "terminal/resized":
-        return assign(state, {"cols": action.get("cols"), "rows": action.get("rows")})
-    if kind == "terminal/claimed":
-        return assign(state, {"claim": action.get("claim")})
-    if kind == "terminal/titleChanged":
-        return assign(state, {"title": action.get("title")})
-    if kind == "terminal/cwdChanged":
-        return assign(state, {"cwd": action.get("cwd")})
-    if kind == "terminal/exited":
-        lifecycle = compact(status="exited", exitCode=action.get("exitCode"))
-        return {**state, "lifecycle": lifecycle}
-    if kind == "terminal/cleared":
-        return {**state, "content": []}
-    if kind == "terminal/commandDetectionAvailable":
-        return {**state, "supportsCommandDetection": True}
-    if kind == "terminal/commandExecuted":
-        part = {
-            "type": "command",
-            "commandId": action.get("commandId"),
-            "commandLine": action.get("commandLine"),
-            # Output starts empty and grows through terminal/data.
-            "output": "",
-            "timestamp": action.get("timestamp"),
-            "isComplete": False,
-        }
-        content = [*as_list(state.get("content")), part]
-        return {**state, "content": content, "supportsCommandDetection": True}
-    if kind == "terminal/commandFinished":
-        return _finish_command(state, action)
-    return state
+    return {**state, "content": _append_data(as_list(state.get("content")), data)}
+
+
+def _resized(state: JsonObject, action: Action, now_ms: int) -> JsonObject:
+    return assign(state, {"cols": action.get("cols"), "rows": action.get("rows")})
+
+
+def _exited(state: JsonObject, action: Action, now_ms: int) -> JsonObject:
+    return {**state, "lifecycle": compact(status="exited", exitCode=action.get("exitCode"))}
+
+
+def _cleared(state: JsonObject, action: Action, now_ms: int) -> JsonObject:
+    return {**state, "content": []}
+
+
+def _command_detection_available(state: JsonObject, action: Action, now_ms: int) -> JsonObject:
+    return {**state, "supportsCommandDetection": True}
+
+
+def _command_executed(state: JsonObject, action: Action, now_ms: int) -> JsonObject:
+    part = {
+        "type": "command",
+        "commandId": action.get("commandId"),
+        "commandLine": action.get("commandLine"),
+        # Output starts empty and grows through terminal/data.
+        "output": "",
+        "timestamp": action.get("timestamp"),
+        "isComplete": False,
+    }
+    content = [*as_list(state.get("content")), part]
+    return {**state, "content": content, "supportsCommandDetection": True}
+
+
+TERMINAL_ACTIONS: ActionTable = {
+    "terminal/data": _data,
+    # Side effect only: the host forwards the bytes to the pty.
+    "terminal/input": unchanged,
+    "terminal/resized": _resized,
+    "terminal/claimed": sets_field("claim"),
+    "terminal/titleChanged": sets_field("title"),
+    "terminal/cwdChanged": sets_field("cwd"),
+    "terminal/exited": _exited,
+    "terminal/cleared": _cleared,
+    "terminal/commandDetectionAvailable": _command_detection_available,
+    "terminal/commandExecuted": _command_executed,
+    "terminal/commandFinished": _command_finished,
+}
+
+
+reduce_terminal = table_reducer(TERMINAL_ACTIONS)
