@@ -9,7 +9,7 @@ from __future__ import annotations
 from django.urls import path, re_path
 from drf_spectacular.views import SpectacularAPIView
 
-from . import views
+from . import session_views, views
 
 app_name = "api"
 
@@ -26,17 +26,17 @@ urlpatterns = [
     path("roles/", views.RolesView.as_view(), name="roles"),
     path("roles/<slug:name>/", views.RoleView.as_view(), name="role"),
     path("config/", views.ConfigView.as_view(), name="config"),
-    path("sessions/", views.SessionsView.as_view(), name="sessions"),
+    path("sessions/", session_views.SessionsView.as_view(), name="sessions"),
     re_path(
         r"^sessions/(?P<uri>.+)/messages/$",
-        views.SessionMessagesView.as_view(),
+        session_views.SessionMessagesView.as_view(),
         name="session-messages",
     ),
     re_path(
         r"^sessions/(?P<uri>.+)/cancel/$",
-        views.SessionCancelView.as_view(),
+        session_views.SessionCancelView.as_view(),
         name="session-cancel",
     ),
-    path("sessions/<path:uri>/", views.SessionView.as_view(), name="session"),
+    path("sessions/<path:uri>/", session_views.SessionView.as_view(), name="session"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
 ]

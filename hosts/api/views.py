@@ -8,27 +8,20 @@ from urllib.parse import quote
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError
-from django.db.models import Prefetch, QuerySet
+from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from django.utils.cache import patch_cache_control
 from drf_spectacular.utils import (
-    OpenApiParameter,
     OpenApiResponse,
     extend_schema,
-    extend_schema_view,
 )
-from rest_framework import exceptions, generics, serializers, status
+from rest_framework import exceptions, generics, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from ..edge import runtime
-from ..engine.principal import Principal
-from ..engine.services.calls import perform
-from ..models import Project, Role, RootConfig, StoredSession, StoredTurn, Team, Token
-from ..models import StoredChat as StoredChatModel
-from ..protocol.errors import ErrorCode, ProtocolError
+from ..models import Project, Role, RootConfig, StoredSession, Team, Token
 from ..store import mint_token
 from .auth import ApiUser, host_name, server_version
 from .permissions import SIGNED_IN
@@ -39,8 +32,6 @@ from .serializers import (
     ProjectSerializer,
     RoleSerializer,
     RootConfigSerializer,
-    SessionDetailSerializer,
-    SessionSerializer,
     StatusSerializer,
     TeamSerializer,
     TokenSerializer,
@@ -56,30 +47,6 @@ class Conflict(exceptions.APIException):
     status_code = status.HTTP_409_CONFLICT
     default_detail = "The request conflicts with what the host keeps."
     default_code = "conflict"
-
-
-class NewSessionSerializer(serializers.Serializer):  # type: ignore[type-arg]
-    provider = serializers.CharField(required=False)
-    workingDirectories = serializers.ListField(  # noqa: N815 (the protocol's spelling)
-        child=serializers.CharField(), required=False
-    )
-    config = serializers.DictField(required=False)
-    message = serializers.CharField()
-
-
-class MessageSerializer(serializers.Serializer):  # type: ignore[type-arg]
-    message = serializers.CharField()
-    chat = serializers.CharField(required=False)
-
-
-class TurnStartedSerializer(serializers.Serializer):  # type: ignore[type-arg]
-    uri = serializers.CharField(required=False)
-    chat = serializers.CharField()
-    turnId = serializers.CharField()  # noqa: N815
-
-
-class CancelledSerializer(serializers.Serializer):  # type: ignore[type-arg]
-    cancelled = serializers.ListField(child=serializers.CharField())
 
 
 # -- status ----------------------------------------------------------------------------------
@@ -283,7 +250,7 @@ class RoleView(Roles, Item):
         instance.delete()
 
 
-# -- root config and sessions ----------------------------------------------------------------
+# -- root config -----------------------------------------------------------------------------
 
 
 class ConfigView(generics.RetrieveAPIView):
@@ -294,136 +261,3 @@ class ConfigView(generics.RetrieveAPIView):
 
     def get_object(self) -> RootConfig:
         return RootConfig.objects.filter(key="root").first() or RootConfig(key="root")
-
-
-class SessionsView(generics.ListAPIView):
-    """Sessions as last written behind the engine, most recently modified first; POST makes
-    one whose first message starts its first turn."""
-
-    grants = {"GET": "session:list", "POST": "session:create"}
-    serializer_class = SessionSerializer
-    queryset = StoredSession.objects.order_by("-modified_ms", "uri")
-
-    @extend_schema(request=NewSessionSerializer, responses={201: TurnStartedSerializer})
-    def post(self, request: Request) -> Response:
-        body = NewSessionSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        data = body.validated_data
-        principal = _principal(request)
-        result = engine(
-            lambda host: perform(
-                host,
-                "create_session",
-                principal,
-                provider=data.get("provider"),
-                directories=data.get("workingDirectories"),
-                config=data.get("config"),
-                message=data["message"],
-                method="sessions",
-            )
-        )
-        return Response(result, status=status.HTTP_201_CREATED)
-
-
-@extend_schema_view(
-    get=extend_schema(
-        parameters=[
-            OpenApiParameter(
-                "uri",
-                str,
-                OpenApiParameter.PATH,
-                description="the session's URI, URL-encoded (ahp-session%3A%2F...)",
-            )
-        ]
-    )
-)
-class SessionView(generics.RetrieveAPIView):
-    """A session by its URI (URL-encoded in the path), with its chats and their turns;
-    DELETE disposes it (its owner or an admin only)."""
-
-    grants = {"GET": "session:state", "DELETE": "session:dispose"}
-    serializer_class = SessionDetailSerializer
-    lookup_field = "uri"
-    queryset = StoredSession.objects.prefetch_related(
-        Prefetch(
-            "chat_rows",
-            queryset=StoredChatModel.objects.prefetch_related(
-                Prefetch("turn_rows", queryset=StoredTurn.objects.order_by("position"))
-            ),
-        )
-    )
-
-    @extend_schema(responses={204: None})
-    def delete(self, request: Request, uri: str) -> Response:
-        principal = _principal(request)
-        engine(lambda host: perform(host, "dispose_session", principal, uri=uri))
-        return Response(status=status.HTTP_204_NO_CONTENT)
-
-
-# -- session work, done by the engine ---------------------------------------------------------
-
-
-def _principal(request: Request) -> Principal:
-    user = request.user
-    assert isinstance(user, ApiUser)
-    return user.principal
-
-
-_STATUS = {
-    ErrorCode.SESSION_NOT_FOUND: status.HTTP_404_NOT_FOUND,
-    ErrorCode.NOT_FOUND: status.HTTP_404_NOT_FOUND,
-    ErrorCode.PROVIDER_NOT_FOUND: status.HTTP_400_BAD_REQUEST,
-    ErrorCode.INVALID_PARAMS: status.HTTP_400_BAD_REQUEST,
-    ErrorCode.PERMISSION_DENIED: status.HTTP_403_FORBIDDEN,
-    ErrorCode.TURN_IN_PROGRESS: status.HTTP_409_CONFLICT,
-}
-
-
-class EngineRefused(exceptions.APIException):
-    """The engine's refusal, in its words, with the HTTP status its code maps to."""
-
-    def __init__(self, error: ProtocolError) -> None:
-        super().__init__(detail=error.message)
-        self.status_code = _STATUS.get(error.code, status.HTTP_400_BAD_REQUEST)
-
-
-def engine(work: Any) -> Any:
-    try:
-        return runtime.call_engine(work)
-    except ProtocolError as error:
-        raise EngineRefused(error) from None
-
-
-class SessionMessagesView(APIView):
-    """POST a message to a session: it starts a turn in the default chat (or the one named)."""
-
-    grants = {"POST": "chat:send"}
-
-    @extend_schema(request=MessageSerializer, responses={202: TurnStartedSerializer})
-    def post(self, request: Request, uri: str) -> Response:
-        body = MessageSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        data = body.validated_data
-        principal = _principal(request)
-        result = engine(
-            lambda host: perform(
-                host,
-                "send_message",
-                principal,
-                uri=uri,
-                message=data["message"],
-                chat_uri=data.get("chat"),
-            )
-        )
-        return Response(result, status=status.HTTP_202_ACCEPTED)
-
-
-class SessionCancelView(APIView):
-    """POST to stop every turn running in a session, for every client at once."""
-
-    grants = {"POST": "chat:cancel"}
-
-    @extend_schema(request=None, responses={200: CancelledSerializer})
-    def post(self, request: Request, uri: str) -> Response:
-        principal = _principal(request)
-        return Response(engine(lambda host: perform(host, "cancel_session", principal, uri=uri)))
