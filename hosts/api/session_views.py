@@ -57,21 +57,15 @@ class SessionsView(generics.ListAPIView):
 
     @extend_schema(request=NewSessionSerializer, responses={201: TurnStartedSerializer})
     def post(self, request: Request) -> Response:
-        body = NewSessionSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        data = body.validated_data
-        principal = _principal(request)
-        result = engine(
-            lambda host: perform(
-                host,
-                "create_session",
-                principal,
-                provider=data.get("provider"),
-                directories=data.get("workingDirectories"),
-                config=data.get("config"),
-                message=data["message"],
-                method="sessions",
-            )
+        data = _body(NewSessionSerializer, request)
+        result = engine_does(
+            request,
+            "create_session",
+            provider=data.get("provider"),
+            directories=data.get("workingDirectories"),
+            config=data.get("config"),
+            message=data["message"],
+            method="sessions",
         )
         return Response(result, status=status.HTTP_201_CREATED)
 
@@ -106,8 +100,7 @@ class SessionView(generics.RetrieveAPIView):
 
     @extend_schema(responses={204: None})
     def delete(self, request: Request, uri: str) -> Response:
-        principal = _principal(request)
-        engine(lambda host: perform(host, "dispose_session", principal, uri=uri))
+        engine_does(request, "dispose_session", uri=uri)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -138,11 +131,24 @@ class EngineRefused(exceptions.APIException):
         self.status_code = _STATUS.get(error.code, status.HTTP_400_BAD_REQUEST)
 
 
-def engine(work: Any) -> Any:
+def engine_does(request: Request, service: str, **args: Any) -> Any:
+    """Run a service as the request's principal, on the engine that holds its session; a
+    refusal is answered in the engine's words, with the HTTP status its code maps to."""
+    principal = _principal(request)
     try:
-        return runtime.call_engine(work)
+        return runtime.call_engine(lambda host: perform(host, service, principal, **args))
     except ProtocolError as error:
         raise EngineRefused(error) from None
+
+
+def _body(
+    serializer_class: type[serializers.Serializer],  # type: ignore[type-arg]
+    request: Request,
+) -> dict[str, Any]:
+    """The request's body, as the serializer checked it; 400 naming the fields otherwise."""
+    body = serializer_class(data=request.data)
+    body.is_valid(raise_exception=True)
+    return dict(body.validated_data)
 
 
 class SessionMessagesView(APIView):
@@ -152,19 +158,9 @@ class SessionMessagesView(APIView):
 
     @extend_schema(request=MessageSerializer, responses={202: TurnStartedSerializer})
     def post(self, request: Request, uri: str) -> Response:
-        body = MessageSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        data = body.validated_data
-        principal = _principal(request)
-        result = engine(
-            lambda host: perform(
-                host,
-                "send_message",
-                principal,
-                uri=uri,
-                message=data["message"],
-                chat_uri=data.get("chat"),
-            )
+        data = _body(MessageSerializer, request)
+        result = engine_does(
+            request, "send_message", uri=uri, message=data["message"], chat_uri=data.get("chat")
         )
         return Response(result, status=status.HTTP_202_ACCEPTED)
 
@@ -176,5 +172,4 @@ class SessionCancelView(APIView):
 
     @extend_schema(request=None, responses={200: CancelledSerializer})
     def post(self, request: Request, uri: str) -> Response:
-        principal = _principal(request)
-        return Response(engine(lambda host: perform(host, "cancel_session", principal, uri=uri)))
+        return Response(engine_does(request, "cancel_session", uri=uri))
