@@ -1,6 +1,6 @@
 """Grants: `<subject>:<operation>`, what each command and action needs, and whether a set of
 grants allows it. Pure Python; the people, tokens and roles that hold grants are Django's
-(hosts/access.py), reached through the engine's Directory port.
+(hosts/store/directory.py), reached through the engine's Directory port.
 
 An operation may be named by its group (`read`, `write`) or `*`, and the subject may be `*`:
 `session:write` covers every write operation on sessions, `*:read` every read, `*:*` all.
