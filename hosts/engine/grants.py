@@ -1,7 +1,8 @@
 """Grants: `<subject>:<operation>`, the map of subjects and operations, what being told an
 action or watching a channel needs, and whether a set of grants allows it (what each command
-needs is in commands/, what each action needs in rules/). Pure Python; the people, tokens and roles that hold grants are Django's
-(hosts/store/directory.py), reached through the engine's Directory port.
+needs is in commands/, what each action needs in rules/). Pure Python; the people, tokens
+and roles that hold grants are Django's (hosts/store/directory.py), reached through the
+engine's Directory port.
 
 An operation may be named by its group (`read`, `write`) or `*`, and the subject may be `*`:
 `session:write` covers every write operation on sessions, `*:read` every read, `*:*` all.
