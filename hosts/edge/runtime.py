@@ -156,6 +156,7 @@ async def _read_inbox(host: Host, channel: str = ENGINE_CHANNEL) -> None:
             asyncio.get_running_loop().create_task(relay.answer_call(host, layer, message))
             continue
         try:
+            await host.sessions.wake(str(message.get("channel")))
             _apply(host, message)
         except Exception:
             log.exception("engine message %r failed", message.get("type"))

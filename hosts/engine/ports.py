@@ -13,7 +13,16 @@ class Store(Protocol):
     async def save_root_config(self, values: dict[str, Any]) -> None: ...
 
     async def load_sessions(self) -> list[dict[str, Any]]:
-        """Every kept session as {"session": record, "chats": [record with "turns"]}."""
+        """Every kept session as {"session": record, "chats": [record with "turn_count"]}: what
+        listing and watching a session need, not the chats' turns."""
+        ...
+
+    async def load_turns(self, chat: str) -> list[dict[str, Any]]:
+        """A chat's turns, oldest first."""
+        ...
+
+    async def load_running_turns(self) -> list[tuple[str, int, dict[str, Any]]]:
+        """(chat, position, turn) of every turn kept as still running."""
         ...
 
     async def save_session(self, session: dict[str, Any]) -> None: ...
@@ -50,15 +59,23 @@ class MemoryStore:
         out = []
         for session in self.sessions.values():
             chats = [
-                {
-                    **self.chats[uri],
-                    "turns": [t for _, t in sorted(self.turns.get(uri, {}).items())],
-                }
+                {**self.chats[uri], "turn_count": len(self.turns.get(uri, {}))}
                 for uri in session["chats"]
                 if uri in self.chats
             ]
             out.append({"session": dict(session), "chats": chats})
         return out
+
+    async def load_turns(self, chat: str) -> list[dict[str, Any]]:
+        return [dict(t) for _, t in sorted(self.turns.get(chat, {}).items())]
+
+    async def load_running_turns(self) -> list[tuple[str, int, dict[str, Any]]]:
+        return [
+            (chat, position, dict(turn))
+            for chat, turns in self.turns.items()
+            for position, turn in turns.items()
+            if turn.get("state") == "running"
+        ]
 
     async def save_session(self, session: dict[str, Any]) -> None:
         self.sessions[session["uri"]] = dict(session)

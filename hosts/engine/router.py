@@ -64,6 +64,10 @@ class Router:
                         ErrorCode.INVALID_PARAMS,
                         f"{method} is served on channel {spec.channel_literal}, not {named}",
                     )
+            named = params.get("channel")
+            if isinstance(named, str):
+                # A chat whose turns are not read yet is read before anything names it.
+                await self.host.sessions.wake(named)
             if command.grant == FRESH:
                 await self.host.gate.principal_now(conn)
             elif command.grant is not None:

@@ -6,6 +6,7 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.db import close_old_connections
+from django.db.models import Count
 
 from ..models import RootConfig, StoredChat, StoredSession, StoredTurn
 
@@ -44,6 +45,12 @@ class DjangoSessionStore:
     async def load_sessions(self) -> list[dict[str, Any]]:
         return await db_call(_load_sessions)()
 
+    async def load_turns(self, chat: str) -> list[dict[str, Any]]:
+        return await db_call(_load_turns)(chat)
+
+    async def load_running_turns(self) -> list[tuple[str, int, dict[str, Any]]]:
+        return await db_call(_load_running_turns)()
+
     async def save_session(self, session: dict[str, Any]) -> None:
         await db_call(_save_session)(session)
 
@@ -81,23 +88,30 @@ _CHAT_FIELDS = ("title", "created_ms", "backend_id", "is_read", "is_archived", "
 
 
 def _load_sessions() -> list[dict[str, Any]]:
-    # Three queries whatever the count (sessions, chats, turns), read as plain rows rather than
-    # model instances: the engine reads every session before the port opens.
-    turns: dict[str, list[Any]] = {}
-    for chat_uri, data in StoredTurn.objects.order_by("chat_id", "position").values_list(
-        "chat_id", "data"
-    ):
-        turns.setdefault(chat_uri, []).append(data)
+    # Three queries whatever the count, of plain rows (no model instances), and no turns: the
+    # engine reads every session before the port opens, and a chat's turns when it is watched.
+    per_chat = StoredTurn.objects.order_by().values("chat_id").annotate(n=Count("id"))
+    counts = dict(per_chat.values_list("chat_id", "n"))
     chats: dict[str, dict[str, Any]] = {}
     for row in StoredChat.objects.values("uri", "session_id", *_CHAT_FIELDS):
         row["session"] = row.pop("session_id")
-        row["turns"] = turns.get(row["uri"], [])
+        row["turn_count"] = counts.get(row["uri"], 0)
         chats[row["uri"]] = row
     out = []
     for session in StoredSession.objects.values("uri", *_SESSION_FIELDS).iterator(2000):
         held = [chats[uri] for uri in session["chats"] if uri in chats]
         out.append({"session": session, "chats": held})
     return out
+
+
+def _load_turns(chat: str) -> list[dict[str, Any]]:
+    rows = StoredTurn.objects.filter(chat_id=chat).order_by("position")
+    return list(rows.values_list("data", flat=True))
+
+
+def _load_running_turns() -> list[tuple[str, int, dict[str, Any]]]:
+    rows = StoredTurn.objects.filter(data__state="running")
+    return list(rows.values_list("chat_id", "position", "data"))
 
 
 def _save_session(session: dict[str, Any]) -> None:

@@ -25,6 +25,8 @@ FILE_SCAN_LIMIT = 20_000
 async def create_chat(host: Host, conn: Connection, params: dict[str, Any]) -> None:
     session_uri = required_str(params, "createChat", "channel")
     uri = required_str(params, "createChat", "chat")
+    # A fork reads its source's turns; the default chat may be named again.
+    await host.sessions.wake_session(session_uri)
     do_create_chat(
         host,
         Caller(conn.principal, sender=conn),

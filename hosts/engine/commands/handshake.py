@@ -88,6 +88,7 @@ async def initialize(host: Host, conn: Connection, params: dict[str, Any]) -> di
     host.clients.remember(conn)
     snapshots = []
     for uri in subscriptions:
+        await host.sessions.wake(uri)
         channel = host.fanout.channel(uri)
         if channel is None or not readable(conn.principal, channel.kind):
             continue
@@ -120,6 +121,7 @@ async def reconnect(host: Host, conn: Connection, params: dict[str, Any]) -> dic
         host.clients.remember(conn)
     found, missing = [], []
     for uri in subscriptions:
+        await host.sessions.wake(uri)
         channel = host.fanout.channel(uri)
         if channel is None or not readable(conn.principal, channel.kind):
             missing.append(uri)

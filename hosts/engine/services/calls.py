@@ -42,6 +42,8 @@ async def perform(host: Host, name: str, principal: Principal, **args: Any) -> A
         if host.relay is None:
             raise RuntimeError(f"{uri or 'a new session'} is held by engine {holder}: no relay")
         return await host.relay.call(holder, name, principal, args)
+    if isinstance(uri, str):
+        await host.sessions.wake_session(uri)
     result = service.run(host, Caller(principal), **args)
     if inspect.isawaitable(result):
         result = await result

@@ -53,10 +53,12 @@ class ChatRecord:
     draft: dict[str, Any] | None = None
     #: Finished turns, oldest first, as the protocol's Turn objects.
     turns: list[dict[str, Any]] = field(default_factory=list)
+    #: How many turns the store holds for a chat whose turns are not read yet (dormant).
+    turn_count: int = 0
 
     def to_json(self) -> dict[str, Any]:
         # The turns are kept one by one (Store.save_turn), not with the chat's row.
-        return kept_fields(self, leave_out=("turns",))
+        return kept_fields(self, leave_out=("turns", "turn_count"))
 
 
 @dataclass

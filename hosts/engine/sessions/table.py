@@ -14,12 +14,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...backends.base import Agent
-from ...protocol.reducers._common import (
-    STATUS_IDLE,
-    STATUS_IN_PROGRESS,
-    STATUS_IS_ARCHIVED,
-    STATUS_IS_READ,
-)
 from ...protocol.shapes import SessionSummary
 from ...protocol.uris import ROOT_URI
 from ..channel import Channel
@@ -35,11 +29,11 @@ from .records import (
     chat_state,
     chat_summary,
     derived_default_chat_uri,
-    iso,
     opaque_chat_uri,
     record_from_json,
     status_bits,
 )
+from .rows import session_row
 
 log = logging.getLogger("ahpd.sessions")
 
@@ -56,6 +50,9 @@ class Sessions:
         self.agents = dict(agents)
         self.sessions: dict[str, LiveSession] = {}
         self.chats: dict[str, LiveChat] = {}
+        #: Chats whose turns the store holds and nobody has read yet, by URI.
+        self.dormant: dict[str, ChatRecord] = {}
+        self._waking: dict[str, asyncio.Future[list[dict[str, Any]]]] = {}
         self.catalogue = Catalogue()
 
     # -- lookups --------------------------------------------------------------------------
@@ -73,15 +70,43 @@ class Sessions:
     # -- start and shapes -----------------------------------------------------------------
 
     async def restore(self) -> None:
-        """Open every session the store keeps; a turn the last process left running is ended."""
+        """Open every session the store keeps, its chats' turns left unread until a chat is
+        watched (`wake`); a turn the last process left running is ended."""
         for data in await self.store.load_sessions():
             record = record_from_json(SessionRecord, data["session"])
-            chats = [record_from_json(ChatRecord, c) for c in data["chats"]]
-            for chat in chats:
-                if chat.turns and chat.turns[-1].get("state") == "running":
-                    chat.turns[-1] = interrupted(chat.turns[-1])
-                    self.save_turn(chat.uri, len(chat.turns) - 1, chat.turns[-1])
-            self._open(record, chats)
+            self._open(record, [record_from_json(ChatRecord, c) for c in data["chats"]])
+        for chat, position, turn in await self.store.load_running_turns():
+            self.save_turn(chat, position, interrupted(turn))
+
+    async def wake(self, uri: str) -> None:
+        """Read a dormant chat's turns and open its channel; nothing for any other URI.
+
+        Every entry point that reads or moves a chat (subscribe, dispatch, a command, a
+        service) wakes it first; until then it is a row in its session and nothing else.
+        """
+        record = self.dormant.get(uri)
+        if record is None:
+            return
+        waking = self._waking.get(uri)
+        if waking is None:
+            waking = self._waking[uri] = asyncio.ensure_future(self.store.load_turns(uri))
+            waking.add_done_callback(lambda _: self._waking.pop(uri, None))
+        turns = await asyncio.shield(waking)
+        session = self.sessions.get(record.session)
+        if self.dormant.get(uri) is not record or session is None:
+            return  # woken by another caller, or disposed, meanwhile
+        del self.dormant[uri]
+        if turns and turns[-1].get("state") == "running":
+            # Its end may not be written yet: it is ended here too.
+            turns[-1] = interrupted(turns[-1])
+        record.turns, record.turn_count = turns, 0
+        self._open_chat(record, session)
+
+    async def wake_session(self, uri: str) -> None:
+        """Wake every dormant chat of a session."""
+        session = self.sessions.get(uri)
+        for chat in list(session.record.chats) if session is not None else ():
+            await self.wake(chat)
 
     def _open(self, record: SessionRecord, chats: list[ChatRecord]) -> LiveSession:
         agent = self.agents.get(record.provider)
@@ -105,62 +130,26 @@ class Sessions:
         )
         self.sessions[record.uri] = session
         for chat in chats:
-            channel = Channel(chat.uri, "chat", chat_state(chat, _chat_modified(chat, record)))
-            self._hold(LiveChat(chat, self.fanout.open(channel), session))
+            if chat.turn_count and not chat.turns:
+                self.dormant[chat.uri] = chat
+            else:
+                self._open_chat(chat, session)
         if record.announced:
             self.catalogue.put(record.uri, record.modified_ms)
         return session
+
+    def _open_chat(self, record: ChatRecord, session: LiveSession) -> None:
+        modified = _chat_modified(record, session.record)
+        channel = self.fanout.open(Channel(record.uri, "chat", chat_state(record, modified)))
+        self._hold(LiveChat(record, channel, session))
 
     def _hold(self, chat: LiveChat) -> None:
         chat.session.chats[chat.record.uri] = chat
         self.chats[chat.record.uri] = chat
 
     def summary(self, session: LiveSession) -> SessionSummary:
-        """The session's row, as listSessions and root notifications carry it.
-
-        A row is made again only when something it says moved: the session's held state (which
-        every accepted action replaces), whether a turn runs, or its modified time. A row
-        handed out is never changed in place, so callers may keep it.
-        """
-        state, running, modified = (
-            session.channel.state,
-            session.running,
-            session.record.modified_ms,
-        )
-        cached = session.row
-        if cached is not None:
-            (was_state, was_running, was_modified), summary = cached
-            if was_state is state and was_running == running and was_modified == modified:
-                return summary
-        summary = self._summary(session)
-        session.row = ((state, running, modified), summary)
-        return summary
-
-    def _summary(self, session: LiveSession) -> SessionSummary:
-        record = session.record
-        state = session.channel.state
-        summary: SessionSummary = {
-            "resource": record.uri,
-            "provider": record.provider,
-            "title": state["title"],
-            "status": self._summary_status(session),
-            "createdAt": iso(record.created_ms),
-            "modifiedAt": iso(record.modified_ms),
-            "workingDirectories": list(record.working_directories),
-            "chats": [
-                {"resource": c["resource"], "title": c["title"], "status": c["status"]}
-                for c in state["chats"]
-            ],
-            "defaultChat": record.default_chat,
-        }
-        if record.owner:
-            summary["_meta"] = {"ahpd.owner": record.owner}
-        return summary
-
-    def _summary_status(self, session: LiveSession) -> int:
-        activity = STATUS_IN_PROGRESS if session.running else STATUS_IDLE
-        flags = int(session.channel.state["status"]) & (STATUS_IS_READ | STATUS_IS_ARCHIVED)
-        return activity | flags
+        """The session's row, as listSessions and root notifications carry it."""
+        return session_row(session)
 
     def listing(
         self, after: Key | None = None, limit: int | None = None
@@ -271,6 +260,8 @@ class Sessions:
         # Out of the tables before anything awaits, so nothing said meanwhile keeps it.
         del self.sessions[session.record.uri]
         self.catalogue.drop(session.record.uri)
+        for uri in session.record.chats:
+            self.dormant.pop(uri, None)
         for chat in session.chats.values():
             self.chats.pop(chat.record.uri, None)
         for chat in list(session.chats.values()):
@@ -362,7 +353,7 @@ class Sessions:
 
 
 def _chat_modified(chat: ChatRecord, session: SessionRecord) -> int:
-    return session.modified_ms if chat.turns else chat.created_ms
+    return session.modified_ms if chat.turns or chat.turn_count else chat.created_ms
 
 
 async def close_chat(chat: LiveChat, *, cancel: bool) -> None:
