@@ -105,3 +105,13 @@ async def test_turns_that_cannot_be_read_are_refused_openly_and_read_on_the_next
     again = await request(router, conn, "subscribe", {"channel": CHAT})
     assert len(again["result"]["snapshot"]["state"]["turns"]) == 2
     await host.stop()
+
+
+async def test_a_dormant_chats_uri_is_taken_for_a_new_chat_or_session():
+    host, router, conn = await started(kept_store())
+    other = "ahp-session:/other"
+    host.sessions.create("root:ahpd", other, "none", ["file:///tmp"], {}, None)
+    taken = await request(router, conn, "createChat", {"channel": other, "chat": CHAT})
+    assert taken["error"]["code"] == -32010 and CHAT in host.sessions.dormant
+    assert host.sessions.taken(CHAT) and not host.sessions.taken("ahp-chat:/free")
+    await host.stop()

@@ -41,7 +41,7 @@ def do_create_chat(
         if message is not None and chat.runner is None:
             do_send_message(host, caller, chat, message, method="createChat")
         return chat
-    if host.fanout.has(uri):
+    if host.sessions.taken(uri):
         raise ProtocolError(ErrorCode.ALREADY_EXISTS, f"Chat already exists: {uri}")
     source = chat_source(source)
     title = title.strip() if isinstance(title, str) else ""

@@ -85,7 +85,7 @@ def do_create_session(
     existing = host.sessions.session(uri)
     if existing is not None and existing.record.provider == provider:
         return Created(existing)
-    if existing is not None or host.fanout.has(uri):
+    if existing is not None or host.sessions.taken(uri):
         raise ProtocolError(ErrorCode.SESSION_ALREADY_EXISTS, f"Session already exists: {uri}")
     session = host.sessions.create(
         caller.principal.ref,

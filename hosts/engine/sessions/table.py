@@ -63,6 +63,10 @@ class Sessions:
     def chat(self, uri: str) -> LiveChat | None:
         return self.chats.get(uri)
 
+    def taken(self, uri: str) -> bool:
+        """Whether a URI names something here already: an open channel or a dormant chat."""
+        return self.fanout.has(uri) or uri in self.dormant
+
     def holds(self, session: LiveSession) -> bool:
         """Whether the session is still this table's (not disposed meanwhile)."""
         return self.sessions.get(session.record.uri) is session
