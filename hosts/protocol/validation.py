@@ -135,9 +135,15 @@ def text_message_problem(text: Any) -> str | None:
 ShapeCheck = Callable[[Mapping[str, Any]], "str | None"]
 
 
-def _field(key: str, kind: type | tuple[type, ...], says: str) -> ShapeCheck:
+def _field(
+    key: str, kind: type | tuple[type, ...], says: str, *, optional: bool = False
+) -> ShapeCheck:
+    """`key` must hold a `kind` (a boolean is no number); an optional one may be absent."""
+
     def check(action: Mapping[str, Any]) -> str | None:
         value = action.get(key)
+        if optional and value is None:
+            return None
         if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
             return f"{action['type']}: {key} {says}"
         return None
@@ -188,36 +194,14 @@ def _active_client_set(action: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _truncated(action: Mapping[str, Any]) -> str | None:
-    turn_id = action.get("turnId")
-    if turn_id is not None and not isinstance(turn_id, str):
-        return "chat/truncated: turnId must be a string"
-    return None
-
-
-def _turn_cancelled(action: Mapping[str, Any]) -> str | None:
-    if not isinstance(action.get("turnId"), str):
-        return "chat/turnCancelled: turnId must be a string"
-    duration = action.get("duration")
-    if isinstance(duration, bool) or not isinstance(duration, int | float):
-        return "chat/turnCancelled: duration is required"
-    return None
-
-
-def _root_config(action: Mapping[str, Any]) -> str | None:
-    if not isinstance(action.get("config"), dict):
-        return "root/configChanged: config must be an object"
-    replace = action.get("replace")
-    if replace is not None and not isinstance(replace, bool):
-        return "root/configChanged: replace must be a boolean"
-    return None
-
-
 _BOOLEAN = "must be a boolean"
 
 #: The shape each client action must have, by type, beyond a string `type`.
 ACTION_SHAPES: dict[str, ShapeCheck] = {
-    "root/configChanged": _root_config,
+    "root/configChanged": _all(
+        _field("config", dict, "must be an object"),
+        _field("replace", bool, _BOOLEAN, optional=True),
+    ),
     "session/titleChanged": _field("title", str, "must be a string"),
     "session/isReadChanged": _field("isRead", bool, _BOOLEAN),
     "session/isArchivedChanged": _field("isArchived", bool, _BOOLEAN),
@@ -225,14 +209,16 @@ ACTION_SHAPES: dict[str, ShapeCheck] = {
     "session/activeClientRemoved": _field("clientId", str, "must be a string"),
     "session/configChanged": _field("config", dict, "must be an object"),
     "chat/turnStarted": _turn_started,
-    "chat/turnCancelled": _turn_cancelled,
+    "chat/turnCancelled": _all(
+        _field("turnId", str, "must be a string"), _field("duration", (int, float), "is required")
+    ),
     "chat/toolCallConfirmed": _all(
         _field("toolCallId", str, "must be a string"), _field("approved", bool, _BOOLEAN)
     ),
     "chat/pendingMessageSet": _pending_message_set,
     "chat/isReadChanged": _field("isRead", bool, _BOOLEAN),
     "chat/isArchivedChanged": _field("isArchived", bool, _BOOLEAN),
-    "chat/truncated": _truncated,
+    "chat/truncated": _field("turnId", str, "must be a string", optional=True),
 }
 
 
