@@ -11,10 +11,11 @@ from ...protocol.errors import invalid_params
 from ...protocol.validation import completion_request, required_str
 from ..connection import Connection
 from ..host import Host
-from ..services import Caller, do_create_chat, do_dispose_chat
+from ..services import do_create_chat, do_dispose_chat
 from ..services.caller import chat_of
 from ..sessions import LiveChat
 from ..sessions.records import file_path
+from .common import caller_of, on_channel
 
 #: Files offered for an @ when nothing narrows the list.
 FILE_COMPLETIONS = 50
@@ -29,7 +30,7 @@ async def create_chat(host: Host, conn: Connection, params: dict[str, Any]) -> N
     await host.sessions.wake_session(session_uri)
     do_create_chat(
         host,
-        Caller(conn.principal, sender=conn),
+        caller_of(conn),
         session_uri,
         uri,
         title=params.get("title"),
@@ -39,10 +40,7 @@ async def create_chat(host: Host, conn: Connection, params: dict[str, Any]) -> N
     return None
 
 
-async def dispose_chat(host: Host, conn: Connection, params: dict[str, Any]) -> None:
-    uri = required_str(params, "disposeChat", "channel")
-    await do_dispose_chat(host, Caller(conn.principal, sender=conn), uri)
-    return None
+dispose_chat = on_channel("disposeChat", do_dispose_chat)
 
 
 async def fetch_turns(host: Host, conn: Connection, params: dict[str, Any]) -> dict[str, Any]:

@@ -8,16 +8,17 @@ from ...protocol.errors import invalid_params
 from ...protocol.validation import positive_int, required_str
 from ..connection import Connection
 from ..host import Host
-from ..services import Caller, do_create_session, do_dispose_session
+from ..services import do_create_session, do_dispose_session
 from ..services.sessions import agent_for, config_values
 from ..sessions.catalogue import BadCursor, decode_cursor, encode_cursor
+from .common import caller_of, on_channel
 
 
 async def create_session(host: Host, conn: Connection, params: dict[str, Any]) -> None:
     uri = required_str(params, "createSession", "channel")
     do_create_session(
         host,
-        Caller(conn.principal, sender=conn),
+        caller_of(conn),
         uri=uri,
         provider=params.get("provider"),
         directories=params.get("workingDirectories"),
@@ -28,10 +29,7 @@ async def create_session(host: Host, conn: Connection, params: dict[str, Any]) -
     return None
 
 
-async def dispose_session(host: Host, conn: Connection, params: dict[str, Any]) -> None:
-    uri = required_str(params, "disposeSession", "channel")
-    await do_dispose_session(host, Caller(conn.principal, sender=conn), uri)
-    return None
+dispose_session = on_channel("disposeSession", do_dispose_session)
 
 
 async def list_sessions(host: Host, conn: Connection, params: dict[str, Any]) -> dict[str, Any]:
