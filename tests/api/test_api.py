@@ -337,7 +337,8 @@ def test_minting_shows_the_secret_once_then_only_the_prefix(root: APIClient, set
     assert secret.startswith(store.TOKEN_PREFIX)
     assert body["url"] == f"ws://10.0.0.5:9999/?tkn={secret}"
     assert body["prefix"] == secret[:10]
-    assert not secret.startswith(body["prefix"] + "x")
+    # The prefix shown later is not the secret: it names the token, it does not open the door.
+    assert len(secret) > len(body["prefix"]) + 20
 
     token = Token.objects.get(user__username="ada", name="ci")
     assert token.digest == store.digest(secret) and secret not in token.digest
