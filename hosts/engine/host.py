@@ -173,22 +173,27 @@ class Host:
         *,
         origin: Origin | None = None,
         sender: Connection | None = None,
-    ) -> None:
-        """Apply a checked root/configChanged: said and kept only where it moves a value.
+    ) -> str | None:
+        """Apply a root/configChanged of the right shape: its values checked, then said and
+        kept only where it moves one; why it cannot be taken, or None.
 
         A push that moves nothing is neither kept nor said, so a window mirroring its settings
         at every connect moves no client watching the root.
         """
+        reason = root_config.check_push(action["config"])
+        if reason is not None:
+            return reason
         root = self.root
         next_state = reduce("root", root.state, action, now_ms=now_ms())
         if next_state["config"]["values"] == root.state["config"]["values"]:
-            return
+            return None
         self.fanout.emit(root, action, origin=origin, sender=sender, next_state=next_state)
         # clientQueueBytes is read before every frame to every client: a push applies to the
         # very next one.
         self.fanout.queue_limit = self.client_queue_bytes()
         values = dict(next_state["config"]["values"])
         self.writes.later("root-config", lambda: self.store.save_root_config(values))
+        return None
 
     def say_host_action(self, uri: Any, action: Any) -> str | None:
         """Say an action on this host's own account (no origin); why not, or None when said."""
@@ -203,10 +208,7 @@ class Host:
         if channel.kind != spec.channel_kind:
             return f"{spec.type} is not an action of {channel.uri}"
         if spec.type == "root/configChanged":
-            reason = action_problem(action) or root_config.check_push(action["config"])
-            if reason is None:
-                self.change_root_config(action)
-            return reason
+            return action_problem(action) or self.change_root_config(action)
         self.fanout.emit(channel, action)
         return None
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import root_config
 from .rule import ActionRule, Dispatch
 
 
@@ -18,11 +17,7 @@ def _config_grant(action: dict[str, Any]) -> str:
 
 
 def _config(d: Dispatch) -> str | None:
-    reason = root_config.check_push(d.action["config"])
-    if reason is not None:
-        return reason
-    d.host.change_root_config(d.action, origin=d.caller.origin, sender=d.caller.sender)
-    return None
+    return d.host.change_root_config(d.action, origin=d.caller.origin, sender=d.caller.sender)
 
 
 ROOT_RULES = (

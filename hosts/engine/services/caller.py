@@ -37,24 +37,21 @@ class Caller:
 
 def user_message(text: str, caller: Caller) -> dict[str, Any]:
     """A plain text sent as the caller: the user's Message, signed with who sent it."""
-    return {
-        "text": text,
-        "origin": {"kind": "user"},
-        "_meta": {"ahpd.sender": caller.principal.ref},
-    }
+    return with_sender({"text": text, "origin": {"kind": "user"}}, caller.principal.ref)
+
+
+def with_sender(item: dict[str, Any], sender: str) -> dict[str, Any]:
+    """A copy of an action or a message with who sent it under `_meta['ahpd.sender']`."""
+    return {**item, "_meta": {**(item.get("_meta") or {}), "ahpd.sender": sender}}
 
 
 def signed(action: dict[str, Any], sender: str) -> dict[str, Any]:
     """The action with who sent it: on the action and on its message (the two _meta a client
     is handed); AHP's message origin carries a kind and no person."""
-    stamped = dict(action)
-    stamped["_meta"] = {**(action.get("_meta") or {}), "ahpd.sender": sender}
+    stamped = with_sender(action, sender)
     message = action.get("message")
     if isinstance(message, dict):
-        stamped["message"] = {
-            **message,
-            "_meta": {**(message.get("_meta") or {}), "ahpd.sender": sender},
-        }
+        stamped["message"] = with_sender(message, sender)
     return stamped
 
 

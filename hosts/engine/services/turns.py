@@ -8,19 +8,18 @@ from ...protocol.errors import ErrorCode, ProtocolError, invalid_params
 from ...protocol.validation import text_message_problem, user_message_problem
 from ..host import Host
 from ..sessions import LiveChat
-from .caller import Caller, session_of, signed, user_message
+from .caller import Caller, session_of, user_message, with_sender
 
 
 def do_start_turn(host: Host, caller: Caller, chat: LiveChat, action: dict[str, Any]) -> str:
-    """A client's chat/turnStarted, said back as it sent it (signed), and run.
+    """A client's chat/turnStarted, said back as it sent it (signed by the dispatch, as its
+    rule says), and run.
 
     A turn sent while another runs is taken: it replaces the running one in every client's
     state and runs once the work in front of it is done.
     """
     caller.may("chat:send")
-    return host.turns.begin(
-        chat, signed(action, caller.principal.ref), origin=caller.origin, sender=caller.sender
-    )
+    return host.turns.begin(chat, action, origin=caller.origin, sender=caller.sender)
 
 
 def do_send_message(
@@ -36,10 +35,7 @@ def do_send_message(
     else:
         if (reason := user_message_problem(message, method)) is not None:
             raise invalid_params(reason)
-        message = {
-            **message,
-            "_meta": {**(message.get("_meta") or {}), "ahpd.sender": caller.principal.ref},
-        }
+        message = with_sender(message, caller.principal.ref)
     return host.turns.begin_message(chat, message)
 
 
