@@ -151,16 +151,12 @@ class Sessions:
         chat.session.chats[chat.record.uri] = chat
         self.chats[chat.record.uri] = chat
 
-    def summary(self, session: LiveSession) -> SessionSummary:
-        """The session's row, as listSessions and root notifications carry it."""
-        return session_row(session)
-
     def listing(
         self, after: Key | None = None, limit: int | None = None
     ) -> tuple[list[SessionSummary], Key | None]:
         """A page of announced sessions' rows, newest first, and the key to go on from."""
         uris, more = self.catalogue.page(after, limit)
-        return [self.summary(self.sessions[uri]) for uri in uris], more
+        return [session_row(self.sessions[uri]) for uri in uris], more
 
     # -- making and ending ----------------------------------------------------------------
 
@@ -256,7 +252,7 @@ class Sessions:
         session.record.announced = True
         self.catalogue.put(session.record.uri, session.record.modified_ms)
         self.save_session(session)
-        self._notify_root("root/sessionAdded", {"summary": self.summary(session)})
+        self._notify_root("root/sessionAdded", {"summary": session_row(session)})
 
     async def dispose(self, session: LiveSession) -> None:
         if not self.holds(session):
@@ -298,7 +294,7 @@ class Sessions:
         self.save_session(session)
         if session.record.announced:
             self.catalogue.put(session.record.uri, session.record.modified_ms)
-            summary = self.summary(session)
+            summary = session_row(session)
             changes = {k: summary[k] for k in ("title", "status", "modifiedAt", "chats")}
             self._notify_root(
                 "root/sessionSummaryChanged", {"session": session.record.uri, "changes": changes}
