@@ -15,6 +15,7 @@ install: $(VENV)/installed
 
 migrate: install
 	$(PY) manage.py migrate --verbosity 0
+	$(PY) manage.py collectstatic --noinput --verbosity 0
 
 run: migrate
 	@echo "ahpd: add the first admin person: $(PY) manage.py ahpd user add <id> --role admin"

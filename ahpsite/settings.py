@@ -75,6 +75,7 @@ INSTALLED_APPS = [
     "channels",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "hosts",
     "automations",
     "usage",
@@ -82,6 +83,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # daphne serves no files: the admin's and the API pages' static files are served here.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "hosts.api.trailing_slash.OptionalTrailingSlash",
     "django.middleware.common.CommonMiddleware",
@@ -156,8 +159,12 @@ CELERY_TASK_ALWAYS_EAGER = not REDIS_URL
 # -- the HTTP API (/api) -----------------------------------------------------------------------
 
 REST_FRAMEWORK = {
-    # The socket's tokens, as `Authorization: Bearer`; no cookies, so no CSRF to mind.
-    "DEFAULT_AUTHENTICATION_CLASSES": ["hosts.api.auth.BearerAuthentication"],
+    # The socket's tokens, as `Authorization: Bearer`; and, for the browsable API, the admin
+    # site's sign-in (a session cookie, so every unsafe method is CSRF-checked).
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "hosts.api.auth.BearerAuthentication",
+        "hosts.api.auth.AdminSiteSession",
+    ],
     "DEFAULT_PERMISSION_CLASSES": ["hosts.api.permissions.HoldsGrant"],
     "DEFAULT_RENDERER_CLASSES": [
         "rest_framework.renderers.JSONRenderer",
@@ -181,6 +188,10 @@ SPECTACULAR_SETTINGS = {
     # The schema says what the API is, not who may use it: served to anyone.
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     "SERVE_AUTHENTICATION": [],
+    # /api/docs/ and /api/redoc/ load their scripts from this host (drf-spectacular-sidecar).
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -193,7 +204,11 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = AHPD_DATA_DIR / "static"
+# `collectstatic` gathers them here (`make` does, and the image at build); WhiteNoise serves
+# them from here, and from the apps' own folders for a file added since (a checkout that was
+# pulled and not collected again still serves the new file).
+STATIC_ROOT = BASE_DIR / "staticfiles"
+WHITENOISE_USE_FINDERS = True
 
 LOGGING = {
     "version": 1,

@@ -6,5 +6,8 @@ from hosts.edge.http_door import websocket_door
 urlpatterns = [
     path("", websocket_door, name="websocket-door"),
     path("admin/", admin.site.urls),
+    # The browsable API's own sign-in and sign-out (the admin site's takes only staff); its
+    # templates name the namespace `rest_framework`, so it stands outside the API's.
+    path("api/auth/", include("rest_framework.urls")),
     path("api/", include("hosts.api.urls")),
 ]

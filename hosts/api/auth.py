@@ -7,13 +7,17 @@ from dataclasses import dataclass
 from functools import cache
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
-from rest_framework.authentication import BaseAuthentication, get_authorization_header
+from rest_framework.authentication import (
+    BaseAuthentication,
+    SessionAuthentication,
+    get_authorization_header,
+)
 from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.request import Request
 
 from ..edge import door
 from ..engine.principal import Principal, root
-from ..store import person_for_token
+from ..store import person_for_token, person_signed_in
 
 #: Where the token a request offered is noted, for the challenge of its 401.
 _OFFERED = "_ahpd_offered_token"
@@ -92,6 +96,20 @@ class BearerAuthentication(BaseAuthentication):
         return door.challenge(getattr(request._request, _OFFERED, None))
 
 
+class AdminSiteSession(SessionAuthentication):
+    """The admin site's sign-in, for the browsable API: the person with their grants now.
+
+    DRF checks the CSRF token of every unsafe method a session cookie signs; a request with a
+    Bearer token never reaches here (the token's class answers it first).
+    """
+
+    def authenticate(self, request: Request) -> tuple[ApiUser, None] | None:
+        signed = super().authenticate(request)
+        if signed is None:
+            return None
+        return ApiUser(person_signed_in(signed[0])), None
+
+
 class BearerAuthenticationScheme(OpenApiAuthenticationExtension):
     target_class = "hosts.api.auth.BearerAuthentication"
     name = "bearerAuth"
@@ -101,4 +119,17 @@ class BearerAuthenticationScheme(OpenApiAuthenticationExtension):
             "type": "http",
             "scheme": "bearer",
             "description": "The deployment's connection token, or a person's token.",
+        }
+
+
+class AdminSiteSessionScheme(OpenApiAuthenticationExtension):
+    target_class = "hosts.api.auth.AdminSiteSession"
+    name = "cookieAuth"
+
+    def get_security_definition(self, auto_schema):  # type: ignore[no-untyped-def]
+        return {
+            "type": "apiKey",
+            "in": "cookie",
+            "name": "sessionid",
+            "description": "The admin site's sign-in, for the browsable API (CSRF-checked).",
         }

@@ -1,4 +1,5 @@
-"""/api/...: the resources, the OpenAPI schema (/api/schema/) and its browsable pages.
+"""/api/...: the resources, the OpenAPI schema (/api/schema/) and its pages (Swagger UI at
+/api/docs/, Redoc at /api/redoc/), besides the browsable API of every resource.
 
 Every route ends in a slash, as Django REST framework's do; the same path without it is served
 by the same view (hosts/api/trailing_slash.py). A session's URI is URL-encoded in the path.
@@ -7,7 +8,11 @@ by the same view (hosts/api/trailing_slash.py). A session's URI is URL-encoded i
 from __future__ import annotations
 
 from django.urls import path, re_path
-from drf_spectacular.views import SpectacularAPIView
+from drf_spectacular.views import (
+    SpectacularAPIView,
+    SpectacularRedocView,
+    SpectacularSwaggerView,
+)
 
 from . import session_views, views
 
@@ -39,4 +44,6 @@ urlpatterns = [
     ),
     path("sessions/<path:uri>/", session_views.SessionView.as_view(), name="session"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
+    path("redoc/", SpectacularRedocView.as_view(url_name="api:schema"), name="redoc"),
 ]

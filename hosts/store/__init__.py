@@ -11,6 +11,7 @@ from .directory import (
     grants_of,
     mint_token,
     person_for_token,
+    person_signed_in,
     validate_grants,
 )
 from .engine_store import DjangoStore
@@ -25,5 +26,6 @@ __all__ = [
     "grants_of",
     "mint_token",
     "person_for_token",
+    "person_signed_in",
     "validate_grants",
 ]

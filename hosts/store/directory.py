@@ -11,6 +11,7 @@ import secrets
 from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
@@ -82,6 +83,15 @@ def person_for_token(secret: str) -> Principal | None:
     return Principal(
         ref=f"user:{token.user.username}", grants=grants_of(token.user_id), token_id=token.pk
     )
+
+
+def person_signed_in(user: AbstractBaseUser) -> Principal:
+    """A person signed in to the admin site, as the API sees them: their grants now, and every
+    grant for a superuser (who may already do anything through the admin)."""
+    grants = grants_of(user.pk)
+    if getattr(user, "is_superuser", False):
+        grants = ("*:*", *grants)
+    return Principal(ref=f"user:{user.get_username()}", grants=grants)
 
 
 def refresh(principal: Principal) -> Principal | None:
