@@ -1,11 +1,33 @@
+# The ahpd image: the server and Celery's worker and beat (docker-compose.yml runs all three).
+# Only what the server needs at run time is installed (requirements.txt; the test and check
+# tools are requirements-dev.txt's, and the tests are not copied in: .dockerignore).
 FROM python:3.11-slim
-ENV PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1
+ENV PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 AHPD_DATA_DIR=/data
 WORKDIR /app
+
+# An ACP agent to run: npm packages to install globally, with Node.js, e.g.
+#   docker compose build --build-arg AHPD_EXTRA_NPM=@zed-industries/claude-agent-acp
+# (docker-compose.yml passes it on from the environment). Empty: no Node.js in the image.
+ARG AHPD_EXTRA_NPM=""
+RUN if [ -n "$AHPD_EXTRA_NPM" ]; then \
+        apt-get update && apt-get install -y --no-install-recommends nodejs npm git \
+        && npm install --global $AHPD_EXTRA_NPM \
+        && npm cache clean --force && apt-get clean && rm -rf /var/lib/apt/lists/*; \
+    fi
+
 COPY requirements.txt .
 RUN pip install -r requirements.txt
 COPY . .
 # The admin's and the API pages' static files, served by WhiteNoise from /app/staticfiles.
 RUN DJANGO_SECRET_KEY=build AHPD_DATA_DIR=/tmp/build python manage.py collectstatic --noinput -v0 \
     && rm -rf /tmp/build
+
+# The server runs as a user of its own, owning only its data (a named volume mounted on /data
+# takes this directory's owner the first time).
+RUN useradd --system --uid 10001 --home-dir /data --shell /usr/sbin/nologin ahpd \
+    && mkdir -p /data && chown ahpd:ahpd /data && chmod 0700 /data
+USER ahpd
 EXPOSE 9187
+HEALTHCHECK --interval=5s --timeout=4s --start-period=20s --retries=5 \
+    CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:9187/healthz', timeout=3)"]
 CMD ["sh", "-c", "python manage.py migrate --verbosity 0 && python manage.py serve"]

@@ -5,10 +5,10 @@ PY := $(VENV)/bin/python
 
 .PHONY: run test check bench install migrate
 
-$(VENV)/installed: requirements.txt
+$(VENV)/installed: requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) -m pip install --quiet -r requirements-dev.txt
 	touch $@
 
 install: $(VENV)/installed

@@ -5,8 +5,10 @@ A bad value stops the server at start with a message naming the variable (see ma
 
 from __future__ import annotations
 
+import os
 import secrets
 import socket
+import tempfile
 from pathlib import Path
 
 import dj_database_url
@@ -19,6 +21,9 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 
 AHPD_HOST = env_str("AHPD_HOST", "127.0.0.1") or "127.0.0.1"
 AHPD_PORT = env_int("AHPD_PORT", 9187, minimum=0, maximum=65535)
+#: The URL clients reach this server by, when it is not the one it listens on (a container's
+#: port mapping, a proxy): printed at start and in every minted token's URL.
+AHPD_PUBLIC_URL = env_url("AHPD_PUBLIC_URL", ("ws", "wss"))
 AHPD_DATA_DIR = env_dir("AHPD_DATA_DIR", BASE_DIR / "var")
 AHPD_CONNECTION_TOKEN = env_str("AHPD_CONNECTION_TOKEN")
 AHPD_CONNECTION_TOKEN_FILE = env_str("AHPD_CONNECTION_TOKEN_FILE")
@@ -53,8 +58,17 @@ def _secret_key() -> str:
         return given
     path = AHPD_DATA_DIR / "secret-key"
     if not path.exists():
-        path.write_text(secrets.token_urlsafe(50))
-        path.chmod(0o600)
+        # Written whole under another name, then linked into place: of several processes
+        # starting at once (web, worker, beat), one key wins and none reads half of one.
+        fd, spare = tempfile.mkstemp(dir=AHPD_DATA_DIR, prefix=".secret-key-")
+        with os.fdopen(fd, "w") as file:  # mkstemp's file is 0600
+            file.write(secrets.token_urlsafe(50))
+        try:
+            os.link(spare, path)
+        except FileExistsError:
+            pass
+        finally:
+            os.unlink(spare)
     return path.read_text().strip()
 
 

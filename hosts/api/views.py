@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 from typing import Any, ClassVar
-from urllib.parse import quote
 
-from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError
 from django.db.models import QuerySet
@@ -21,6 +19,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from ..edge.addresses import public_base, with_token
 from ..models import Project, Role, RootConfig, StoredSession, Team, Token
 from ..store import mint_token
 from .auth import ApiUser, host_name, server_version
@@ -133,10 +132,7 @@ class PersonView(People, Item):
 
 def ws_url(secret: str) -> str:
     """The WebSocket URL a client connects to with this token."""
-    host = settings.AHPD_HOST
-    if ":" in host and not host.startswith("["):
-        host = f"[{host}]"
-    return f"ws://{host}:{settings.AHPD_PORT}/?tkn={quote(secret, safe='')}"
+    return with_token(public_base(), secret)
 
 
 class TokensView(generics.ListCreateAPIView):

@@ -19,6 +19,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         from hosts.backends.config import ConfigError
         from hosts.edge import door
+        from hosts.edge.addresses import public_base, vscode_address, with_token
         from hosts.edge.daphne_server import build_server, reactor_loop
         from hosts.edge.runtime import configured_agents
 
@@ -53,13 +54,10 @@ class Command(BaseCommand):
             if not server.listening_addresses:
                 return
             bound_host, bound_port = server.listening_addresses[0][:2]
-            shown = f"[{bound_host}]" if ":" in str(bound_host) else bound_host
-            url = f"ws://{shown}:{bound_port}/"
-            if token:
-                url += f"?tkn={token}"
-            self.stdout.write(f"ahpd: serving AHP on {url}")
+            base = public_base(str(bound_host), int(bound_port))
+            self.stdout.write(f"ahpd: serving AHP on {with_token(base, token)}")
             self.stdout.write(
-                f'ahpd: VS Code: "chat.remoteAgentHosts": [{{"address": "{shown}:{bound_port}", '
+                f'ahpd: VS Code: "chat.remoteAgentHosts": [{{"address": "{vscode_address(base)}", '
                 f'"name": "ahpd"' + (f', "connectionToken": "{token}"' if token else "") + "}]"
             )
             self.stdout.write(f"ahpd: data in {settings.AHPD_DATA_DIR}")
