@@ -13,6 +13,8 @@ from pathlib import Path
 
 import dj_database_url
 
+from hosts.edge.origins import parse_allowed as parse_allowed_origins
+
 from .env import EnvError, env_bool, env_dir, env_int, env_str, env_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -34,6 +36,12 @@ if AHPD_WITHOUT_CONNECTION_TOKEN and (AHPD_CONNECTION_TOKEN or AHPD_CONNECTION_T
     raise EnvError("AHPD_WITHOUT_CONNECTION_TOKEN=1 cannot be combined with a connection token")
 if AHPD_CONNECTION_TOKEN_FILE and not Path(AHPD_CONNECTION_TOKEN_FILE).expanduser().is_file():
     raise EnvError(f"AHPD_CONNECTION_TOKEN_FILE names no file: {AHPD_CONNECTION_TOKEN_FILE!r}")
+#: Web origins (http(s)://host[:port]) besides this server's own whose pages may open the
+#: socket; a page of any other web origin is refused at the upgrade (hosts/edge/origins.py).
+try:
+    AHPD_ALLOWED_ORIGINS = parse_allowed_origins(env_str("AHPD_ALLOWED_ORIGINS", "") or "")
+except ValueError as exc:
+    raise EnvError(f"AHPD_ALLOWED_ORIGINS: {exc}") from None
 #: Bytes a client that is not reading may fall behind (clientQueueBytes' default).
 AHPD_CLIENT_QUEUE_BYTES = env_int("AHPD_CLIENT_QUEUE_BYTES", 16 * 1024 * 1024, minimum=0)
 #: Bytes of recent envelopes held for reconnecting clients (replayBytes' default).

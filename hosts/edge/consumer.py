@@ -72,6 +72,10 @@ class AhpConsumer(AsyncConsumer):
             await self.send({"type": "websocket.close"})
             return
         headers = {k.decode("latin1").lower(): v.decode("latin1") for k, v in self.scope["headers"]}
+        if door.upgrade_refusal(headers) is not None:
+            # Refused 403 at the upgrade by the server in front; plain daphne says 403 too.
+            await self.send({"type": "websocket.close"})
+            return
         token = door.token_from(self.scope.get("query_string", b""), headers)
         self.router = router = await get_router()
         host = router.host

@@ -2,7 +2,8 @@
 
 Daphne can only refuse a WebSocket upgrade with 403 (ASGI's denial-response extension is not
 implemented there), and a client told 403 cannot tell a missing token from a forbidden path.
-So the token is checked where the handshake is read, and refused 401 with a bearer challenge.
+So the token is checked where the handshake is read, and refused 401 with a bearer challenge;
+a web page elsewhere (its Origin, or in no-token mode its Host) is refused 403 before that.
 """
 
 from __future__ import annotations
@@ -30,6 +31,11 @@ class DoorWebSocketProtocol(WebSocketProtocol):
     def onConnect(self, request: Any) -> Any:
         if request.path not in ("", "/"):
             raise ConnectionDeny(404, "Not Found")
+        # A web page elsewhere is refused before its token is looked at: it learns nothing.
+        refused = door.upgrade_refusal(request.headers)
+        if refused is not None:
+            log.warning("refused a connection from %s: %s", request.peer, refused)
+            raise ConnectionDeny(403, "Forbidden")
         token = door.token_from_query(request.params, request.headers)
         if door.admits(token):
             return super().onConnect(request)

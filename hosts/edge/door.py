@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hmac
-import ipaddress
 import secrets
 from collections.abc import Mapping
 from functools import cache
@@ -14,19 +13,12 @@ from django.conf import settings
 
 from ahpsite.env import EnvError
 
+from .origins import is_loopback, refusal
+
 TOKEN_FILE_NAME = "connection-token"
 #: RFC 6750 challenges, one for a request with no token and one for a wrong token.
 CHALLENGE_MISSING = 'Bearer realm="ahpd"'
 CHALLENGE_INVALID = 'Bearer realm="ahpd", error="invalid_token"'
-
-
-def is_loopback(host: str) -> bool:
-    if host in ("localhost", "ip6-localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 @cache
@@ -56,6 +48,17 @@ def connection_token() -> str | None:
         path.write_text(secrets.token_urlsafe(32) + "\n")
     path.chmod(0o600)
     return path.read_text().strip()
+
+
+def upgrade_refusal(headers: Mapping[str, str]) -> str | None:
+    """Why an upgrade with these headers (names lower-cased) is no client's but a web page's
+    elsewhere, or None (origins.py has the rules)."""
+    return refusal(
+        headers.get("origin"),
+        headers.get("host"),
+        allowed=settings.AHPD_ALLOWED_ORIGINS,
+        loopback_only=bool(settings.AHPD_WITHOUT_CONNECTION_TOKEN),
+    )
 
 
 def token_from(query_string: bytes | str, headers: Mapping[str, str]) -> str | None:
