@@ -46,6 +46,9 @@ except ValueError as exc:
 AHPD_CLIENT_QUEUE_BYTES = env_int("AHPD_CLIENT_QUEUE_BYTES", 16 * 1024 * 1024, minimum=0)
 #: Bytes of recent envelopes held for reconnecting clients (replayBytes' default).
 AHPD_REPLAY_BYTES = env_int("AHPD_REPLAY_BYTES", 32 * 1024 * 1024, minimum=0)
+#: The largest WebSocket message a client may send; a larger one is closed 1009. 64 MiB holds
+#: a file of attachmentFetchLimitBytes (32 MiB) sent back base64-encoded.
+AHPD_MAX_FRAME_BYTES = env_int("AHPD_MAX_FRAME_BYTES", 64 * 1024 * 1024, minimum=1024 * 1024)
 #: How long a turn's streamed text is gathered before it is said; 0 says every chunk.
 AHPD_DELTA_WINDOW_MS = env_int("AHPD_DELTA_WINDOW_MS", 75, minimum=0, maximum=1000)
 #: The name the deployment's own token signs in as: root:<AHPD_HOST_NAME>.

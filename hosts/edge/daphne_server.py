@@ -15,6 +15,7 @@ from typing import Any
 
 # daphne.server installs Twisted's asyncio reactor on import; it must come before anything
 # imports twisted.internet.reactor.
+import daphne.server  # isort: skip
 from daphne.server import Server  # isort: skip
 from autobahn.twisted.websocket import ConnectionDeny
 from daphne.ws_protocol import WebSocketFactory, WebSocketProtocol
@@ -72,6 +73,21 @@ class DoorWebSocketProtocol(WebSocketProtocol):
         super().failHandshake(reason, code, headers)
 
 
+class DoorWebSocketFactory(WebSocketFactory):
+    """daphne's factory, with a connection failed by a close frame rather than a drop.
+
+    autobahn fails a connection (a message over the size limit, a protocol error, bad UTF-8)
+    by dropping its TCP connection unless told otherwise; then a client cannot tell a frame
+    too big (1009) from a network fault, and retries the same frame.
+    """
+
+    protocol = DoorWebSocketProtocol
+
+    def resetProtocolOptions(self) -> None:
+        super().resetProtocolOptions()
+        self.failByDrop = False
+
+
 def reactor_loop() -> asyncio.AbstractEventLoop:
     """The asyncio loop daphne's reactor runs, which daphne installed as this module was
     imported: the engine must live on it, since consumers and views reach it from there."""
@@ -79,8 +95,11 @@ def reactor_loop() -> asyncio.AbstractEventLoop:
     return loop
 
 
-def build_server(application: Any, host: str, port: int, ready: Callable[[Server], None]) -> Server:
-    WebSocketFactory.protocol = DoorWebSocketProtocol
+def build_server(
+    application: Any, host: str, port: int, ready: Callable[[Server], None], max_frame_bytes: int
+) -> Server:
+    # daphne makes its factory by this name as it runs.
+    daphne.server.WebSocketFactory = DoorWebSocketFactory  # type: ignore[misc]
     interface = host.strip("[]").replace(":", r"\:")
     server: Server
     server = Server(
@@ -89,6 +108,10 @@ def build_server(application: Any, host: str, port: int, ready: Callable[[Server
         signal_handlers=True,
         verbosity=1,
         websocket_handshake_timeout=10,
+        # A message over it (inflated, if compressed) is closed 1009; daphne's default 1 MiB
+        # is below what a client may send (an attachment, a file written).
+        websocket_max_message_size=max_frame_bytes,
+        websocket_max_frame_size=max_frame_bytes,
         ready_callable=lambda: ready(server),
     )
     return server

@@ -63,4 +63,4 @@ class Command(BaseCommand):
             self.stdout.write(f"ahpd: data in {settings.AHPD_DATA_DIR}")
             sys.stdout.flush()
 
-        build_server(application, host, port, ready).run()
+        build_server(application, host, port, ready, settings.AHPD_MAX_FRAME_BYTES).run()
