@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 
@@ -70,3 +71,25 @@ def env_url(name: str, schemes: tuple[str, ...]) -> str | None:
             f"{name} must be a URL starting with one of {', '.join(schemes)}; got {raw!r}"
         )
     return raw
+
+
+def make_private(name: str, directory: Path, files: Iterable[str]) -> None:
+    """`directory` 0700 and those of `files` in it that exist 0600: what the server keeps
+    (database, tokens, keys) is read by no other user of the machine, whoever made it first."""
+    try:
+        directory.chmod(0o700)
+        for file in files:
+            path = directory / file
+            if path.is_file():
+                path.chmod(0o600)
+    except OSError as exc:
+        raise EnvError(f"{name}: cannot make {str(directory)!r} private: {exc.strerror}") from None
+
+
+def create_private(path: Path) -> None:
+    """Create `path` empty and 0600 unless it exists (a file SQLite then opens, and whose
+    mode it gives the -wal and -shm it makes beside it)."""
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
+    except OSError as exc:
+        raise EnvError(f"cannot create {str(path)!r}: {exc.strerror}") from None

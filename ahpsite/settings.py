@@ -15,7 +15,16 @@ import dj_database_url
 
 from hosts.edge.origins import parse_allowed as parse_allowed_origins
 
-from .env import EnvError, env_bool, env_dir, env_int, env_str, env_url
+from .env import (
+    EnvError,
+    create_private,
+    env_bool,
+    env_dir,
+    env_int,
+    env_str,
+    env_url,
+    make_private,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -27,6 +36,15 @@ AHPD_PORT = env_int("AHPD_PORT", 9187, minimum=0, maximum=65535)
 #: port mapping, a proxy): printed at start and in every minted token's URL.
 AHPD_PUBLIC_URL = env_url("AHPD_PUBLIC_URL", ("ws", "wss"))
 AHPD_DATA_DIR = env_dir("AHPD_DATA_DIR", BASE_DIR / "var")
+#: The embedded database, beside the tokens and keys the data directory keeps.
+SQLITE_NAME = "ahpd.sqlite3"
+#: What the server keeps in its data directory: made 0600 at every start, the directory 0700.
+PRIVATE_FILES = (
+    "secret-key",
+    "connection-token",
+    *(SQLITE_NAME + suffix for suffix in ("", "-wal", "-shm", "-journal")),
+)
+make_private("AHPD_DATA_DIR", AHPD_DATA_DIR, PRIVATE_FILES)
 AHPD_CONNECTION_TOKEN = env_str("AHPD_CONNECTION_TOKEN")
 AHPD_CONNECTION_TOKEN_FILE = env_str("AHPD_CONNECTION_TOKEN_FILE")
 AHPD_WITHOUT_CONNECTION_TOKEN = env_bool("AHPD_WITHOUT_CONNECTION_TOKEN")
@@ -143,10 +161,11 @@ if DATABASE_URL:
         "default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)
     }
 else:
+    create_private(AHPD_DATA_DIR / SQLITE_NAME)
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
-            "NAME": AHPD_DATA_DIR / "ahpd.sqlite3",
+            "NAME": AHPD_DATA_DIR / SQLITE_NAME,
             # The engine's write-behind writes a few times a second: a connection kept (and
             # checked before reuse) rather than opened, with its pragmas, for every round.
             "CONN_MAX_AGE": 60,

@@ -15,6 +15,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+#: The umask children start with (-1: the host's own). `serve` runs with 077, so that what the
+#: server writes is its alone, and hands agents the one it was started with: the files an agent
+#: writes in a person's workspace are as that person's shell would make them.
+_child_umask = -1
+
+
+def set_child_umask(mask: int) -> None:
+    global _child_umask
+    _child_umask = mask
+
 
 def host_env(keys: Iterable[str]) -> dict[str, str]:
     """The host's values for `keys`: a child gets these, never the host's whole environment."""
@@ -23,6 +33,7 @@ def host_env(keys: Iterable[str]) -> dict[str, str]:
 
 async def start_group(argv: Sequence[str], **kwargs: Any) -> asyncio.subprocess.Process:
     """Start `argv` as the leader of a new process group; `kwargs` go to the subprocess."""
+    kwargs.setdefault("umask", _child_umask)
     return await asyncio.create_subprocess_exec(*argv, start_new_session=True, **kwargs)
 
 

@@ -6,14 +6,16 @@ import os
 import stat
 import subprocess
 import sys
+import tempfile
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import pytest
 import websockets
 
 from tests.support.client import Client
-from tests.support.server import REPO, TOKEN, ServerProcess
+from tests.support.server import REPO, TOKEN, ServerProcess, configuration
 
 ROOT = "ahp-root://"
 
@@ -167,5 +169,35 @@ async def test_no_token_on_loopback_admits_anyone():
         client = await Client.open(process.url, token=None)
         assert (await client.initialize())["protocolVersion"] == "1.0.0"
         await client.close()
+    finally:
+        process.close()
+
+
+async def test_the_data_directory_and_what_it_keeps_are_the_servers_alone():
+    # Left open by an older server, or made by hand: the server closes what it finds.
+    data_dir = Path(tempfile.mkdtemp(prefix="ahpd-e2e-"))
+    data_dir.chmod(0o755)
+    (data_dir / "secret-key").write_text("an older key\n")
+    (data_dir / "connection-token").write_text("an-older-token\n")
+    for name in ("secret-key", "connection-token"):
+        (data_dir / name).chmod(0o644)
+    process = ServerProcess(token=None, data_dir=data_dir).start()
+    try:
+        client = await Client.open(process.url, token="an-older-token")
+        await client.initialize()
+        # A write, so that the database has its write-ahead log beside it.
+        await client.dispatch_and_wait(
+            ROOT, {"type": "root/configChanged", "config": {"x-mode": "0600"}}
+        )
+        await client.close()
+        assert stat.S_IMODE(data_dir.stat().st_mode) == 0o700
+        kept = {path.name: stat.S_IMODE(path.stat().st_mode) for path in data_dir.iterdir()}
+        expected = {"secret-key", "connection-token"}
+        if configuration() == "embedded":
+            expected |= {"ahpd.sqlite3", "ahpd.sqlite3-wal", "ahpd.sqlite3-shm"}
+        assert expected <= kept.keys()
+        assert {name: kept[name] for name in expected} == dict.fromkeys(expected, 0o600)
+        # Whatever else it keeps there, no other user of the machine reads either.
+        assert all(mode & 0o077 == 0 for mode in kept.values()), kept
     finally:
         process.close()

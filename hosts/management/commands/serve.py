@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from typing import Any
 
@@ -18,6 +19,10 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         from hosts.backends.config import ConfigError
+        from hosts.backends.process import set_child_umask
+
+        # What the server writes from here on is its own alone; its agents keep the caller's.
+        set_child_umask(os.umask(0o077))
         from hosts.edge import door
         from hosts.edge.addresses import public_base, vscode_address, with_token
         from hosts.edge.daphne_server import build_server, reactor_loop
