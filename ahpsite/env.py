@@ -32,6 +32,18 @@ def env_int(
     return value
 
 
+def env_choice(name: str, default: str, choices: Iterable[str]) -> str:
+    """One of `choices`, given in any case."""
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    allowed = tuple(choices)
+    value = raw.strip().upper()
+    if value not in allowed:
+        raise EnvError(f"{name} must be one of {', '.join(allowed)}; got {raw!r}")
+    return value
+
+
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
 

@@ -14,11 +14,13 @@ from pathlib import Path
 import dj_database_url
 
 from hosts.edge.origins import parse_allowed as parse_allowed_origins
+from hosts.engine import root_config
 
 from .env import (
     EnvError,
     create_private,
     env_bool,
+    env_choice,
     env_dir,
     env_int,
     env_str,
@@ -64,6 +66,13 @@ except ValueError as exc:
 AHPD_CLIENT_QUEUE_BYTES = env_int("AHPD_CLIENT_QUEUE_BYTES", 16 * 1024 * 1024, minimum=0)
 #: Bytes of recent envelopes held for reconnecting clients (replayBytes' default).
 AHPD_REPLAY_BYTES = env_int("AHPD_REPLAY_BYTES", 32 * 1024 * 1024, minimum=0)
+for _variable, _key, _value in (
+    ("AHPD_CLIENT_QUEUE_BYTES", root_config.CLIENT_QUEUE_BYTES, AHPD_CLIENT_QUEUE_BYTES),
+    ("AHPD_REPLAY_BYTES", root_config.REPLAY_BYTES, AHPD_REPLAY_BYTES),
+):
+    # The default a push would be refused is refused here, by the rule a push is checked by.
+    if (_problem := root_config.check_byte_bound(_key, _value)) is not None:
+        raise EnvError(f"{_variable}: {_problem}, got {_value}")
 #: The largest WebSocket message a client may send; a larger one is closed 1009. 64 MiB holds
 #: a file of attachmentFetchLimitBytes (32 MiB) sent back base64-encoded.
 AHPD_MAX_FRAME_BYTES = env_int("AHPD_MAX_FRAME_BYTES", 64 * 1024 * 1024, minimum=1024 * 1024)
@@ -160,6 +169,9 @@ if DATABASE_URL:
     DATABASES = {
         "default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)
     }
+    if DATABASES["default"]["ENGINE"].endswith("postgresql"):
+        # An address that answers nothing is refused at start in seconds, not minutes.
+        DATABASES["default"].setdefault("OPTIONS", {}).setdefault("connect_timeout", 10)
 else:
     create_private(AHPD_DATA_DIR / SQLITE_NAME)
     DATABASES = {
@@ -262,7 +274,9 @@ LOGGING = {
     "loggers": {
         "ahpd": {
             "handlers": ["console"],
-            "level": env_str("AHPD_LOG_LEVEL", "INFO"),
+            "level": env_choice(
+                "AHPD_LOG_LEVEL", "INFO", ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+            ),
             "propagate": False,
         },
         "django": {"handlers": ["console"], "level": "WARNING"},

@@ -88,6 +88,17 @@ class DoorWebSocketFactory(WebSocketFactory):
         self.failByDrop = False
 
 
+class DoorServer(Server):
+    """daphne's server, keeping why it could not listen (daphne logs it and exits 0)."""
+
+    listen_failure: BaseException | None = None
+
+    def listen_error(self, failure: Any) -> None:
+        error = failure.value
+        self.listen_failure = getattr(error, "socketError", None) or error
+        self.stop()
+
+
 def reactor_loop() -> asyncio.AbstractEventLoop:
     """The asyncio loop daphne's reactor runs, which daphne installed as this module was
     imported: the engine must live on it, since consumers and views reach it from there."""
@@ -97,12 +108,12 @@ def reactor_loop() -> asyncio.AbstractEventLoop:
 
 def build_server(
     application: Any, host: str, port: int, ready: Callable[[Server], None], max_frame_bytes: int
-) -> Server:
+) -> DoorServer:
     # daphne makes its factory by this name as it runs.
     daphne.server.WebSocketFactory = DoorWebSocketFactory  # type: ignore[misc]
     interface = host.strip("[]").replace(":", r"\:")
-    server: Server
-    server = Server(
+    server: DoorServer
+    server = DoorServer(
         application=application,
         endpoints=[f"tcp:port={port}:interface={interface}"],
         signal_handlers=True,

@@ -50,11 +50,16 @@ def check_push(config: Mapping[str, Any]) -> str | None:
     """Why the values of a root/configChanged push (its shape checked already) cannot be
     taken, or None when they can."""
     for key in (CLIENT_QUEUE_BYTES, REPLAY_BYTES):
-        if key not in config:
-            continue
-        value = config[key]
-        if isinstance(value, bool) or not isinstance(value, int):
-            return f"{key} must be an integer number of bytes"
-        if value != 0 and value < BYTE_BOUND_FLOOR:
-            return f"{key} must be 0 (no limit) or at least {BYTE_BOUND_FLOOR} bytes"
+        if key in config and (problem := check_byte_bound(key, config[key])) is not None:
+            return problem
+    return None
+
+
+def check_byte_bound(key: str, value: Any) -> str | None:
+    """Why `value` cannot be the byte bound `key`, or None: the one rule for a push and for
+    the setting that gives its default (AHPD_CLIENT_QUEUE_BYTES, AHPD_REPLAY_BYTES)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return f"{key} must be an integer number of bytes"
+    if value != 0 and value < BYTE_BOUND_FLOOR:
+        return f"{key} must be 0 (no limit) or at least {BYTE_BOUND_FLOOR} bytes"
     return None

@@ -8,31 +8,36 @@ import sys
 from typing import Any
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 from django.db import DatabaseError
 
 from ahpsite.env import EnvError
 
 
 class Command(BaseCommand):
+    """Each refusal to start is an EnvError: one line, `ahpd: ...`, and exit 2 (manage.py)."""
+
     help = "Serve the AHP WebSocket (and the HTTP API and admin) on AHPD_HOST:AHPD_PORT."
 
     def handle(self, *args: Any, **options: Any) -> None:
         from hosts.backends.config import ConfigError
         from hosts.backends.process import set_child_umask
-
-        # What the server writes from here on is its own alone; its agents keep the caller's.
-        set_child_umask(os.umask(0o077))
         from hosts.edge import door
         from hosts.edge.addresses import public_base, vscode_address, with_token
         from hosts.edge.daphne_server import build_server, reactor_loop
+        from hosts.edge.preflight import listen_refusal, preflight
         from hosts.edge.runtime import configured_agents
+
+        # What the server writes from here on is its own alone; its agents keep the caller's.
+        set_child_umask(os.umask(0o077))
 
         try:
             token = door.connection_token()
             configured_agents()  # refuse a bad agents file now, not at the first connection
-        except (EnvError, ConfigError) as exc:
-            raise CommandError(str(exc)) from None
+        except ConfigError as exc:
+            raise EnvError(str(exc)) from None
+        # The port, the database and the channel layer, before anything is started on them.
+        preflight()
 
         from twisted.internet import reactor
         from twisted.internet.defer import Deferred
@@ -46,7 +51,7 @@ class Command(BaseCommand):
         try:
             reactor_loop().run_until_complete(get_host())
         except DatabaseError as exc:
-            raise CommandError(f"the store could not be read ({exc}): has migrate run?") from None
+            raise EnvError(f"the store could not be read: {exc}") from None
         # Let it write what it owes before the reactor stops.
         reactor.addSystemEventTrigger(
             "before", "shutdown", lambda: Deferred.fromFuture(asyncio.ensure_future(shutdown()))
@@ -68,4 +73,8 @@ class Command(BaseCommand):
             self.stdout.write(f"ahpd: data in {settings.AHPD_DATA_DIR}")
             sys.stdout.flush()
 
-        build_server(application, host, port, ready, settings.AHPD_MAX_FRAME_BYTES).run()
+        server = build_server(application, host, port, ready, settings.AHPD_MAX_FRAME_BYTES)
+        server.run()
+        if server.listen_failure is not None:
+            # Taken since the preflight bound it: refused the same way, not exited 0.
+            raise EnvError(listen_refusal(host, port, server.listen_failure))
