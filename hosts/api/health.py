@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable
 
 from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
@@ -27,16 +28,15 @@ def _database() -> None:
 
 
 async def _channel_layer() -> None:
-    layer = get_channel_layer()
-    ping = getattr(layer, "connection", None)
-    if ping is None:
+    connection_to = getattr(get_channel_layer(), "connection", None)
+    if connection_to is None:
         return  # the in-memory layer lives in this process: it is up if this answers
-    await layer.connection(0).ping()  # type: ignore[union-attr]
+    await connection_to(0).ping()
 
 
-async def _check(name: str, probe: object) -> str:
+async def _check(name: str, probe: Awaitable[None]) -> str:
     try:
-        await asyncio.wait_for(probe, TIMEOUT_S)  # type: ignore[arg-type]
+        await asyncio.wait_for(probe, TIMEOUT_S)
     except Exception as error:  # noqa: BLE001 - any failure is the answer
         log.warning("healthz: %s is down: %s", name, error or type(error).__name__)
         return f"down: {error or type(error).__name__}"
