@@ -8,6 +8,7 @@ from typing import Any
 import orjson
 
 from .errors import ErrorCode, ProtocolError
+from .limits import params_problem
 
 RequestId = int | str | None
 
@@ -65,6 +66,11 @@ def parse(text: str | bytes) -> Incoming | None:
         raise FrameError(
             ErrorCode.INVALID_PARAMS, "Invalid params: params must be an object", request_id
         )
+    # Refused whole, before any of it reaches state: what the wire cannot say again or the
+    # store cannot keep (limits.py).
+    problem = params_problem(params, text)
+    if problem is not None:
+        raise FrameError(ErrorCode.INVALID_PARAMS, f"Invalid params: {problem}", request_id)
     return Incoming(request_id, "id" in message, method, params)
 
 

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .errors import invalid_params
+from .limits import MAX_ID_LENGTH, MAX_SAFE_INTEGER, MAX_URI_LENGTH
 
 # -- command params ------------------------------------------------------------------------
 
@@ -39,10 +40,28 @@ def required_str_list(params: Mapping[str, Any], method: str, name: str) -> list
 
 
 def required_int(params: Mapping[str, Any], method: str, name: str) -> int:
+    """An integer a client can hold exactly (within +-MAX_SAFE_INTEGER); 3.0 is 3."""
     value = params.get(name)
-    if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value):
-        raise invalid_params(f"{method}: {name} must be an integer")
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER
+        or value != int(value)
+    ):
+        raise invalid_params(f"{method}: {name} must be an integer of at most 2^53 - 1")
     return int(value)
+
+
+def resource_uri(params: Mapping[str, Any], method: str, name: str) -> str:
+    """A URI naming a session or a chat this host will keep: a string the store can key."""
+    value = required_str(params, method, name)
+    return checked_uri(value, f"{method}: {name}")
+
+
+def checked_uri(uri: str, what: str) -> str:
+    if len(uri) > MAX_URI_LENGTH:
+        raise invalid_params(f"{what} is longer than {MAX_URI_LENGTH} characters")
+    return uri
 
 
 def positive_int(value: Any, method: str, name: str) -> int:

@@ -109,3 +109,19 @@ def test_a_completion_offset_lies_in_its_text():
         lambda: validation.completion_request({"text": "ab", "offset": 3, "kind": "userMessage"})
     )
     assert "kind" in refused(lambda: validation.completion_request({"text": "ab", "offset": 0}))
+
+
+@pytest.mark.parametrize("value", [1e20, 2**53, -(2**53), 1.5, True, "1"])
+def test_an_integer_no_client_can_hold_exactly_is_refused(value):
+    from hosts.protocol.validation import required_int
+
+    with pytest.raises(ProtocolError) as refused:
+        required_int({"clientSeq": value}, "dispatchAction", "clientSeq")
+    assert "clientSeq" in refused.value.message
+
+
+def test_the_largest_safe_integer_and_a_whole_float_are_integers():
+    from hosts.protocol.validation import required_int
+
+    assert required_int({"n": 2**53 - 1}, "m", "n") == 2**53 - 1
+    assert required_int({"n": 3.0}, "m", "n") == 3
