@@ -156,19 +156,26 @@ class Fanout:
         rejection: str | None = None,
         reduce_state: bool = True,
         next_state: Any = None,
+        sender_only: bool = False,
     ) -> int:
         """Sequence one action on a channel, apply it, and deliver the envelope to its watchers.
 
         A refusal (`rejection`) takes a serverSeq and is ringed and delivered like any envelope,
         but changes no state. The sender is told even when it watches no such channel.
         `next_state` is the state the caller reduced already (to see whether it moved).
+        `sender_only` says it to its sender alone (live and in replay): an echo that moves
+        nothing anybody else holds.
+
+        Nothing is taken until the envelope is said: the state is reduced and the envelope
+        serialized first, and only then are the serverSeq, the state and the ring moved, so an
+        action that cannot be said (raised here) leaves no gap in serverSeq and no state change.
         """
-        self.server_seq += 1
-        seq = self.server_seq
+        seq = self.server_seq + 1
+        state = channel.state
         if next_state is not None:
-            channel.state = next_state
+            state = next_state
         elif rejection is None and reduce_state:
-            channel.state = reduce(channel.kind, channel.state, action, now_ms=now_ms())
+            state = reduce(channel.kind, channel.state, action, now_ms=now_ms())
         envelope: ActionEnvelope = {"channel": channel.uri, "action": action, "serverSeq": seq}
         if origin is not None:
             envelope["origin"] = origin
@@ -179,6 +186,8 @@ class Fanout:
         spec = action_spec(action["type"])
         introduced = spec.introduced_in if spec is not None else None
         needed = self._told.get(action["type"])
+        self.server_seq = seq
+        channel.state = state
         self.ring.append(
             Entry(
                 seq,
@@ -188,8 +197,13 @@ class Fanout:
                 introduced,
                 sender.client_id if sender is not None else None,
                 needed,
+                sender_only,
             )
         )
+        if sender_only:
+            if sender is not None:
+                self._queue([sender], frame)
+            return seq
         # A copy: a client found too far behind is dropped, and leaves the set, mid-loop.
         self._queue(
             [

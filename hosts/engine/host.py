@@ -9,12 +9,14 @@ what an action does (rules/ and services/ do): each part is reached through its 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..backends.base import Agent
+from ..protocol import limits
 from ..protocol.actions import action_spec
 from ..protocol.reducers import reduce
 from ..protocol.shapes import Origin
@@ -33,6 +35,8 @@ from .principal import USERS_RESOURCE_METADATA, Directory, NoDirectory, Principa
 from .principal import root as principal_root
 from .sessions import Presence, Sessions, Turns
 from .writebehind import WriteBehind
+
+log = logging.getLogger("ahpd.engine")
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +109,14 @@ class Host:
                 replay_bytes=self.settings.replay_bytes,
             )
             values = root_config.defaults(config_schema)
-            values.update(await self.store.load_root_config())
+            for key, value in (await self.store.load_root_config()).items():
+                # A value kept before the wire's limits were checked would make every root
+                # snapshot unsayable: it is left out, loudly, rather than brought back.
+                problem = limits.sayable_problem({key: value}, "root config")
+                if problem is not None:
+                    log.warning("root config: %s; not read back", problem)
+                    continue
+                values[key] = value
             self._root = self.fanout.open(
                 Channel(
                     ROOT_URI,
@@ -177,8 +188,9 @@ class Host:
         """Apply a root/configChanged of the right shape: its values checked, then said and
         kept only where it moves one; why it cannot be taken, or None.
 
-        A push that moves nothing is neither kept nor said, so a window mirroring its settings
-        at every connect moves no client watching the root.
+        A push that moves nothing is not kept, and is said back to its sender alone (which
+        waits for its echo, as for any dispatch), so a window mirroring its settings at every
+        connect moves no other client watching the root.
         """
         reason = root_config.check_push(action["config"])
         if reason is not None:
@@ -186,6 +198,10 @@ class Host:
         root = self.root
         next_state = reduce("root", root.state, action, now_ms=now_ms())
         if next_state["config"]["values"] == root.state["config"]["values"]:
+            if sender is not None:
+                self.fanout.emit(
+                    root, action, origin=origin, sender=sender, reduce_state=False, sender_only=True
+                )
             return None
         self.fanout.emit(root, action, origin=origin, sender=sender, next_state=next_state)
         # clientQueueBytes is read before every frame to every client: a push applies to the

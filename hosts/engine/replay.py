@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -22,6 +23,22 @@ class Entry:
     sender: str | None
     #: What a connection must hold to be told it (grants.TOLD), if anything.
     grant: str | None = None
+    #: Said to its sender alone (an echo that moved nothing): replayed to nobody else.
+    sender_only: bool = False
+
+    def owed(
+        self, client_id: str, watched: set[str], version: Version, may: Callable[[str], bool]
+    ) -> bool:
+        """Whether a client coming back at `version`, watching `watched`, is replayed this."""
+        if self.sender == client_id:
+            return True
+        return (
+            not self.sender_only
+            and self.channel in watched
+            and self.introduced_in is not None
+            and self.introduced_in <= version
+            and (self.grant is None or may(self.grant))
+        )
 
 
 class ReplayRing:
@@ -66,6 +83,11 @@ class ReplayRing:
         """Envelopes with serverSeq greater than `last_seen`, oldest first."""
         if not self._entries or last_seen >= self._entries[-1].server_seq:
             return iter(())
-        # Entries are contiguous in serverSeq, so the start index is arithmetic.
-        start = max(0, last_seen + 1 - self._entries[0].server_seq)
+        # Found by serverSeq, not by arithmetic: the fan-out takes a serverSeq only for an
+        # envelope it rings, but a replay that assumed no gaps would skip envelopes silently.
+        start = bisect_right(self._entries, last_seen, key=_seq)
         return (self._entries[i] for i in range(start, len(self._entries)))
+
+
+def _seq(entry: Entry) -> int:
+    return entry.server_seq

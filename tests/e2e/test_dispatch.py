@@ -77,21 +77,45 @@ async def test_server_seq_strictly_increases_across_envelopes(server, connect):
     assert seqs == sorted(seqs) and len(set(seqs)) == 5
 
 
-async def test_a_push_that_changes_nothing_is_neither_kept_nor_said(server, connect):
+async def test_a_push_that_changes_nothing_is_said_back_to_its_sender_alone(server, connect):
     a, b = await two_watchers(server, connect)
-    value = fresh()
-    first = await a.dispatch_and_wait(ROOT, config_push(**{"x-same": value}))
-    seq = await a.dispatch(ROOT, config_push(**{"x-same": value}))
-    await a.settle()
+    push = config_push(**{"x-same": fresh()})
+    first = await a.dispatch_and_wait(ROOT, push)
+    await b.wait_action(lambda e: e["serverSeq"] == first["serverSeq"])
+    # The sender waits for its echo as for any dispatch; nobody else is moved by a window
+    # mirroring its settings.
+    again = await a.dispatch_and_wait(ROOT, push)
+    assert "rejectionReason" not in again
+    assert again["serverSeq"] > first["serverSeq"] and again["action"] == push
+    marker = await a.dispatch_and_wait(ROOT, config_push(**{"x-after": fresh()}))
+    await b.wait_action(lambda e: e["serverSeq"] == marker["serverSeq"])
+    assert again["serverSeq"] not in [e["serverSeq"] for e in b.actions]
+    await a.assert_conforms(ROOT)
+    await b.assert_conforms(ROOT)
+
+
+async def test_the_echo_of_a_push_that_changes_nothing_is_replayed_to_its_sender_alone(
+    server, connect
+):
+    a, b = await two_watchers(server, connect)
+    push = config_push(**{"x-replayed": fresh()})
+    await a.dispatch_and_wait(ROOT, push)
+    start = a.last_seq
+    again = await a.dispatch_and_wait(ROOT, push)
     await b.settle()
-    assert not [e for e in a.actions if (e.get("origin") or {}).get("clientSeq") == seq]
-    assert not [
-        e
-        for e in b.actions
-        if e["serverSeq"] > first["serverSeq"]
-        and e["channel"] == ROOT
-        and e["action"].get("config") == {"x-same": value}
-    ]
+    answers = []
+    for client_id in (a.client_id, b.client_id):
+        back = await connect(server.url, client_id=client_id)
+        answers.append(
+            await back.request(
+                "reconnect",
+                {"clientId": client_id, "lastSeenServerSeq": start, "subscriptions": [ROOT]},
+            )
+        )
+    mine, theirs = answers
+    assert mine["type"] == theirs["type"] == "replay"
+    assert again["serverSeq"] in [e["serverSeq"] for e in mine["actions"]]
+    assert again["serverSeq"] not in [e["serverSeq"] for e in theirs["actions"]]
 
 
 async def test_a_refused_action_takes_the_next_server_seq_and_changes_nothing(server, connect):

@@ -127,3 +127,63 @@ def test_every_spelling_of_the_root_finds_the_root():
     core = fanout()
     root = core.open(Channel(ROOT_URI, "root", dict(ROOT_STATE)))
     assert core.channel("ahp-root:") is root and core.channel("ahp-root:///") is root
+
+
+async def test_an_action_that_cannot_be_said_takes_no_seq_and_changes_no_state():
+    core = fanout()
+    core.start()
+    root = core.open(Channel(ROOT_URI, "root", dict(ROOT_STATE)))
+    _, transport = watcher(core, root, "a")
+    core.emit(root, {"type": "root/activeSessionsChanged", "activeSessions": 1})
+    # An integer past 64 bits is one orjson cannot write: the envelope fails part way.
+    unsayable = {"type": "root/activeSessionsChanged", "activeSessions": 2**70}
+    try:
+        core.emit(root, unsayable)
+    except TypeError:
+        pass
+    else:
+        raise AssertionError("an envelope orjson cannot write was said")
+    assert core.server_seq == 1
+    assert root.state["activeSessions"] == 1
+    core.emit(root, {"type": "root/activeSessionsChanged", "activeSessions": 3})
+    await drained(core)
+    # No gap: everything after 0 replays, in order, and the watcher was sent the same.
+    assert [e.server_seq for e in core.ring.since(0)] == [1, 2]
+    assert [f["params"]["serverSeq"] for f in transport.sent] == [1, 2]
+    core.stop()
+
+
+async def test_a_sender_only_echo_is_said_and_replayed_to_its_sender_alone():
+    core = fanout()
+    core.start()
+    root = core.open(Channel(ROOT_URI, "root", dict(ROOT_STATE)))
+    sender, mine = watcher(core, root, "s")
+    _, theirs = watcher(core, root, "o")
+    action = {"type": "root/activeSessionsChanged", "activeSessions": 0}
+    seq = core.emit(
+        root,
+        action,
+        origin={"clientId": "s", "clientSeq": 1},
+        sender=sender,
+        reduce_state=False,
+        sender_only=True,
+    )
+    await drained(core)
+    assert [f["params"]["serverSeq"] for f in mine.sent] == [seq]
+    assert theirs.sent == []
+    [entry] = core.ring.since(0)
+    assert entry.owed("s", {ROOT_URI}, (1, 0, 0), lambda _: True)
+    assert not entry.owed("o", {ROOT_URI}, (1, 0, 0), lambda _: True)
+    core.stop()
+
+
+def test_the_replay_ring_finds_what_follows_a_seq_across_a_gap():
+    from hosts.engine.replay import Entry, ReplayRing
+
+    ring = ReplayRing(10, lambda: 0)
+    for seq in (1, 2, 5, 6):
+        ring.append(Entry(seq, ROOT_URI, "{}", 2, (1, 0, 0), None))
+    assert [e.server_seq for e in ring.since(2)] == [5, 6]
+    assert [e.server_seq for e in ring.since(3)] == [5, 6]
+    assert [e.server_seq for e in ring.since(0)] == [1, 2, 5, 6]
+    assert list(ring.since(6)) == []

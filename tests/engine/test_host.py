@@ -140,3 +140,19 @@ def test_the_ring_covers_a_client_that_saw_the_oldest_it_holds_or_is_ahead():
     assert ring.covers(2, 5)
     assert not ring.covers(1, 5)
     assert ring.covers(99, 5)
+
+
+async def test_a_root_config_value_kept_too_deep_to_say_is_not_read_back():
+    store = MemoryStore()
+    deep: Any = []
+    for _ in range(300):
+        deep = [deep]
+    await store.save_root_config({"x-poison": deep, "x-fine": 1})
+    host = Host(store, HostSettings())
+    await host.start()
+    values = host.root.state["config"]["values"]
+    assert "x-poison" not in values and values["x-fine"] == 1
+    _, transport = await handshake(host, "1.0.0", "after")
+    await flushed()
+    [answer] = transport.sent
+    assert answer["result"]["snapshots"][0]["state"]["config"]["values"]["x-fine"] == 1

@@ -132,16 +132,11 @@ async def reconnect(host: Host, conn: Connection, params: dict[str, Any]) -> dic
         watched = {channel.uri for channel in found}
         version = conn.version
         assert version is not None
+        may = conn.principal.may
         entries = [
             entry
             for entry in host.fanout.ring.since(last_seen)
-            if (
-                entry.channel in watched
-                and entry.introduced_in is not None
-                and entry.introduced_in <= version
-                and (entry.grant is None or conn.principal.may(entry.grant))
-            )
-            or entry.sender == client_id
+            if entry.owed(client_id, watched, version, may)
         ]
         replay_bytes = sum(entry.size for entry in entries)
         # A replay heavier than the snapshots it stands for is answered with the snapshots: a
