@@ -11,6 +11,7 @@ is not plainly an open, uncompressed, plain-TCP autobahn connection is left to A
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import struct
 from typing import Any
@@ -27,27 +28,74 @@ def frame_header(length: int) -> bytes:
     return struct.pack("!BBQ", _TEXT_FIN, 127, length)
 
 
-class EncodedFrames:
-    """Encodes each envelope text once for every subscriber it goes to.
+#: What the encoded-frame cache holds at most, in bytes (a frame past it: see EncodedFrames).
+FRAME_CACHE_BYTES = 4 * 1024 * 1024
+#: And in frames.
+FRAME_CACHE_COUNT = 256
 
-    The engine hands the same str object to every subscriber, so the last few are cached by
-    identity (the text itself is held, so an id is never reused while cached).
+
+class EncodedFrames:
+    """Encodes each frame's text once for every subscriber it goes to.
+
+    The engine hands the same str object to every subscriber in one pass, so frames are found
+    by identity (the text is held with its bytes, so an id is never reused while cached). What
+    is held is bounded, oldest out first, by `max_bytes` and `max_count`: a frame is wanted
+    again only within the pass that fans it out, and a cache bounded by count alone held the
+    last 256 answers and snapshots whatever they weighed (hundreds of MiB past clientQueueBytes
+    and replayBytes, never given back). A frame bigger than `max_bytes` is held alone, until
+    the loop's current pass is over.
     """
 
-    def __init__(self, size: int = 256) -> None:
+    def __init__(
+        self, max_bytes: int = FRAME_CACHE_BYTES, max_count: int = FRAME_CACHE_COUNT
+    ) -> None:
         self._cache: dict[int, tuple[str, bytes]] = {}
-        self._size = size
+        self._bytes = 0
+        self._max_bytes = max_bytes
+        self._max_count = max_count
+        self._large: tuple[str, bytes] | None = None
+
+    @property
+    def held_bytes(self) -> int:
+        """What is held now: each frame's bytes and its text."""
+        large = self._large
+        return self._bytes + (len(large[0]) + len(large[1]) if large is not None else 0)
 
     def frame(self, text: str) -> bytes:
         hit = self._cache.get(id(text))
         if hit is not None and hit[0] is text:
             return hit[1]
+        large = self._large
+        if large is not None and large[0] is text:
+            return large[1]
         payload = text.encode()
         data = frame_header(len(payload)) + payload
-        if len(self._cache) >= self._size:
-            self._cache.clear()
-        self._cache[id(text)] = (text, data)
+        # The text is held with its bytes (the engine may have let it go), so both count.
+        size = len(data) + len(text)
+        if size > self._max_bytes:
+            self._hold_for_this_pass(text, data)
+            return data
+        cache = self._cache
+        cache[id(text)] = (text, data)
+        self._bytes += size
+        while self._bytes > self._max_bytes or len(cache) > self._max_count:
+            # Oldest first: a dict keeps insertion order.
+            oldest = next(iter(cache))
+            gone_text, gone = cache.pop(oldest)
+            self._bytes -= len(gone) + len(gone_text)
         return data
+
+    def _hold_for_this_pass(self, text: str, data: bytes) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # no pass to hold it for
+        if self._large is None:
+            loop.call_soon(self._let_large_go)
+        self._large = (text, data)
+
+    def _let_large_go(self) -> None:
+        self._large = None
 
 
 FRAMES = EncodedFrames()
