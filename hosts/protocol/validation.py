@@ -184,6 +184,8 @@ def _all(*checks: ShapeCheck) -> ShapeCheck:
 def _turn_started(action: Mapping[str, Any]) -> str | None:
     if not isinstance(action.get("turnId"), str) or not action["turnId"]:
         return "chat/turnStarted: turnId must be a non-empty string"
+    if len(action["turnId"]) > MAX_ID_LENGTH:
+        return f"chat/turnStarted: turnId is longer than {MAX_ID_LENGTH} characters"
     message = action.get("message")
     if not isinstance(message, dict) or not isinstance(message.get("text"), str):
         return "chat/turnStarted: message must be a Message with a text"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...protocol.errors import ErrorCode, ProtocolError, invalid_params
-from ...protocol.validation import chat_source, user_message_problem
+from ...protocol.validation import chat_source, checked_uri, user_message_problem
 from ..host import Host
 from ..sessions import LiveChat, LiveSession
 from .caller import Caller, session_of
@@ -31,6 +31,7 @@ def do_create_chat(
     session = session_of(host, session_uri)
     if not uri.startswith("ahp-chat:"):
         raise invalid_params(f"Chat URI must use the ahp-chat scheme: {uri}")
+    checked_uri(uri, "createChat: chat")
     if message is not None:
         # A first message is a message sent: it needs what any other does.
         caller.may("chat:send")

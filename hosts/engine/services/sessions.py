@@ -12,6 +12,7 @@ from ...protocol.errors import ErrorCode, ProtocolError, invalid_params
 from ...protocol.uris import kind_of
 from ..host import Host
 from ..sessions import LiveSession
+from ..sessions.records import derived_default_chat_uri
 from .caller import Caller, owner_or_admin, session_of, user_message
 
 
@@ -73,6 +74,13 @@ def do_create_session(
         caller.may("chat:send")
     if uri is not None and (kind_of(uri) not in (None, "session") or ":" not in uri):
         raise invalid_params(f"{method}: {uri} cannot name a session")
+    if uri is not None:
+        validation.checked_uri(uri, f"{method}: channel")
+        if derived_chat_uri:
+            # An older VS Code window names the default chat after the session, longer.
+            validation.checked_uri(
+                derived_default_chat_uri(uri), f"{method}: the default chat URI of {uri}"
+            )
     provider = agent_for(host, provider)
     values = config_values(host, provider, config, method)
     client_id = caller.sender.client_id if caller.sender is not None else None
