@@ -52,13 +52,8 @@ def required_int(params: Mapping[str, Any], method: str, name: str) -> int:
     return int(value)
 
 
-def resource_uri(params: Mapping[str, Any], method: str, name: str) -> str:
-    """A URI naming a session or a chat this host will keep: a string the store can key."""
-    value = required_str(params, method, name)
-    return checked_uri(value, f"{method}: {name}")
-
-
 def checked_uri(uri: str, what: str) -> str:
+    """A URI naming a session or a chat this host will keep: one the store can key."""
     if len(uri) > MAX_URI_LENGTH:
         raise invalid_params(f"{what} is longer than {MAX_URI_LENGTH} characters")
     return uri
