@@ -35,3 +35,4 @@ bench: install
 	$(PY) bench/fanout.py
 	$(PY) bench/turn.py
 	$(PY) bench/catalogue.py
+	$(PY) bench/frame_cache.py
