@@ -53,9 +53,7 @@ async def announced_session(client: Client, workdir: Path) -> tuple[str, str]:
         "createSession",
         {"channel": uri, "provider": "local", "workingDirectories": [workdir.as_uri()]},
     )
-    chat = (await client.request("subscribe", {"channel": uri}))["snapshot"]["state"][
-        "defaultChat"
-    ]
+    chat = (await client.request("subscribe", {"channel": uri}))["snapshot"]["state"]["defaultChat"]
     await client.request("subscribe", {"channel": chat})
     action = turn("first words")
     await client.dispatch(chat, action)
@@ -106,9 +104,7 @@ async def test_a_nul_in_a_session_title_is_refused_and_the_session_keeps_its_sav
         again.assert_schema_clean()
 
 
-async def test_a_nul_in_a_message_is_refused_and_the_chat_keeps_its_turns(
-    server, connect, workdir
-):
+async def test_a_nul_in_a_message_is_refused_and_the_chat_keeps_its_turns(server, connect, workdir):
     client = await connect(server.url)
     await client.initialize()
     uri, chat = await announced_session(client, workdir)
