@@ -6,14 +6,23 @@ from __future__ import annotations
 import json
 import urllib.request
 import uuid
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from tests.e2e.test_grants import cli
+from tests.support.agents import server_with_local_agent
 from tests.support.client import Client, RpcError
 from tests.support.server import TOKEN, ServerProcess
 
 ROOT = "ahp-root://"
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[ServerProcess]:
+    with server_with_local_agent() as process:
+        yield process
 
 
 @pytest.fixture(scope="module")
@@ -130,3 +139,34 @@ async def test_a_replay_holds_only_what_the_principal_may_read_now(server, conne
     assert not [e for e in result["actions"] if e["action"]["type"] == "root/configChanged"]
     await again.settle()
     assert not saw(again, secret)
+
+
+async def test_a_replay_holds_nothing_of_a_channel_the_principal_may_no_longer_read(
+    server, connect, tmp_path: Path
+):
+    person = f"left-{uuid.uuid4().hex[:6]}"
+    cli(server, "user", "add", person, "--role", "member")
+    token = cli(server, "user", "token", person)["token"]
+    client = await connect(server.url, token=token, client_id=f"member-{uuid.uuid4().hex[:6]}")
+    await client.initialize()
+    uri = f"ahp-session:/{uuid.uuid4()}"
+    await client.request(
+        "createSession",
+        {"channel": uri, "provider": "local", "workingDirectories": [tmp_path.as_uri()]},
+    )
+    await client.request("subscribe", {"channel": uri})
+    before = client.last_seq
+    title = f"renamed-{uuid.uuid4().hex}"
+    rename = await client.dispatch_and_wait(uri, {"type": "session/titleChanged", "title": title})
+    assert "rejectionReason" not in rename
+    await client.close()
+    # No role left: the session is not theirs to read any more, their own rename of it included.
+    set_roles(server, person)
+    again = await connect(server.url, token=token, client_id=client.client_id)
+    params = {**reconnect_params(client.client_id, before), "subscriptions": [ROOT, uri]}
+    result = await again.request("reconnect", params)
+    assert result["type"] == "replay"
+    assert result["missing"] == [uri]
+    assert not [e for e in result["actions"] if e["channel"] == uri]
+    await again.settle()
+    assert not saw(again, title)
