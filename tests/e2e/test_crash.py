@@ -4,15 +4,18 @@ reads back ended in error with what it had streamed, a tool call waiting on a pe
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
+from tests.e2e.test_rest_sessions import call
 from tests.e2e.test_sessions import ended, new_session, turn
 from tests.e2e.test_sessions_acp import AGENT
 from tests.support.client import Client
@@ -111,6 +114,30 @@ async def test_a_stop_said_is_kept_when_the_host_dies_at_once(server, connect, w
     _, state = await read_back(again, uri, chat)
     [stopped] = state["turns"]
     assert stopped["id"] == action["turnId"]
+    assert stopped["state"] == "cancelled"
+
+
+async def test_a_stop_asked_over_rest_is_kept_when_the_host_dies_as_it_is_said(
+    server, connect, workdir
+):
+    client = await connect(server.url)
+    await client.initialize()
+    uri, chat = await new_session(client, workdir, provider="fake")
+    action = turn("slow")
+    await client.dispatch(chat, action)
+    await client.wait_action(
+        lambda e: e["channel"] == chat and e["action"]["type"] == "chat/delta", timeout=30
+    )
+    # The REST answer is not waited for: the host dies once the socket is told of the stop.
+    asking = asyncio.create_task(
+        asyncio.to_thread(call, server, "POST", f"sessions/{quote(uri, safe='')}/cancel/")
+    )
+    await client.wait_action(ended(chat, action["turnId"]), timeout=30)
+
+    again = await killed_and_back(server, connect)
+    await asyncio.gather(asking, return_exceptions=True)
+    _, state = await read_back(again, uri, chat)
+    [stopped] = state["turns"]
     assert stopped["state"] == "cancelled"
 
 

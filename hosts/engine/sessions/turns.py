@@ -261,13 +261,7 @@ class Turns:
         if runner is None or runner.ended:
             return None
         if not said:
-            chat.say(
-                {
-                    "type": "chat/turnCancelled",
-                    "turnId": runner.turn_id,
-                    "duration": runner.duration(),
-                }
-            )
+            chat.say(_cancelled(runner))
         runner.stop()
         for replaced in chat.replaced:
             replaced.stop()
@@ -278,6 +272,18 @@ class Turns:
         if agent_chat is not None:
             asyncio.get_running_loop().create_task(_cancel(chat.record.uri, agent_chat))
         return runner.turn_id
+
+    async def stop_kept(self, chat: LiveChat) -> str | None:
+        """`stop`, the stop committed before it is said; the stopped turn's id, or None."""
+        runner = chat.runner
+        if runner is None or runner.ended:
+            return None
+        ending = _cancelled(runner)
+        await self.commit_ending(chat, ending)
+        if chat.runner is not runner or runner.ended:
+            return None  # ended meanwhile, by its backend or by a client
+        chat.say(ending)
+        return self.stop(chat, said=True)
 
     def rewind(self, chat: LiveChat) -> None:
         """After a truncation: keep what the chat holds, and start its backend again on it.
@@ -345,6 +351,10 @@ async def _cancel(chat: str, agent_chat: AgentChat) -> None:
         await agent_chat.cancel()
     except Exception:
         log.exception("cancelling the backend of %s failed", chat)
+
+
+def _cancelled(runner: TurnRunner) -> dict[str, Any]:
+    return {"type": "chat/turnCancelled", "turnId": runner.turn_id, "duration": runner.duration()}
 
 
 def _assistant_text(turn: Mapping[str, Any]) -> str:
