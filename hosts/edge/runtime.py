@@ -157,15 +157,15 @@ async def _read_inbox(host: Host, channel: str = ENGINE_CHANNEL) -> None:
             continue
         try:
             await host.sessions.wake(str(message.get("channel")))
-            _apply(host, message)
+            await _apply(host, message)
         except Exception:
             log.exception("engine message %r failed", message.get("type"))
 
 
-def _apply(host: Host, message: dict[str, Any]) -> None:
+async def _apply(host: Host, message: dict[str, Any]) -> None:
     if message.get("type") != "host.action":
         log.warning("engine message of unknown type %r ignored", message.get("type"))
         return
-    reason = host.say_host_action(message.get("channel"), message.get("action"))
+    reason = await host.say_host_action(message.get("channel"), message.get("action"))
     if reason is not None:
         log.warning("host action refused: %s", reason)

@@ -14,6 +14,8 @@ class ClientRecord:
     client_id: str
     version_text: str
     version: Version
+    #: Who made it (the principal's ref at initialize): only they may resume or re-use it.
+    principal: str
     connections: int = 0
     gone_since: float | None = None
 
@@ -25,10 +27,31 @@ class Clients:
         self._records: dict[str, ClientRecord] = {}
 
     def get(self, client_id: str) -> ClientRecord | None:
-        return self._records.get(client_id)
+        """The client's record, unless its client has been gone past the time it is kept."""
+        record = self._records.get(client_id)
+        if record is None or (
+            record.gone_since is not None and record.gone_since < time.monotonic() - self._ttl_s
+        ):
+            return None
+        return record
+
+    def held_by(self, client_id: str, principal: str) -> ClientRecord | None:
+        """The client's record, where `principal` made it; None for an id this host does not
+        know and for another principal's alike, so nobody learns another's id is here."""
+        record = self.get(client_id)
+        return record if record is not None and record.principal == principal else None
+
+    def held_by_another(self, client_id: str, principal: str) -> bool:
+        """Whether another principal made the client (and it is not forgotten yet)."""
+        record = self.get(client_id)
+        return record is not None and record.principal != principal
 
     def remember(self, conn: Connection) -> None:
-        """Record (or refresh) the client a handshake introduced, and prune forgotten ones."""
+        """Record (or refresh) the client a handshake introduced, and prune forgotten ones.
+
+        A new record belongs to the connection's principal; the handshake checked that an
+        existing one is that principal's own.
+        """
         assert conn.client_id is not None and conn.version is not None
         assert conn.version_text is not None
         horizon = time.monotonic() - self._ttl_s
@@ -37,7 +60,9 @@ class Clients:
                 del self._records[client_id]
         record = self._records.get(conn.client_id)
         if record is None:
-            record = ClientRecord(conn.client_id, conn.version_text, conn.version)
+            record = ClientRecord(
+                conn.client_id, conn.version_text, conn.version, conn.principal.ref
+            )
             self._records[conn.client_id] = record
         record.version_text, record.version = conn.version_text, conn.version
         record.connections += 1

@@ -90,6 +90,7 @@ class Host:
         #: How a service call reaches an engine that is not this one (None: there is none).
         self.relay = relay
         self._root: Channel | None = None
+        self._root_config_lock = asyncio.Lock()
         self._started = False
         self._start_lock = asyncio.Lock()
 
@@ -178,40 +179,49 @@ class Host:
     def replay_bytes(self) -> int:
         return int(self.root_value(root_config.REPLAY_BYTES)) if self._root is not None else 0
 
-    def change_root_config(
+    async def change_root_config(
         self,
         action: dict[str, Any],
         *,
         origin: Origin | None = None,
         sender: Connection | None = None,
     ) -> str | None:
-        """Apply a root/configChanged of the right shape: its values checked, then said and
-        kept only where it moves one; why it cannot be taken, or None.
+        """Apply a root/configChanged of the right shape: its values checked, then kept and
+        said only where it moves one; why it cannot be taken, or None.
 
         A push that moves nothing is not kept, and is said back to its sender alone (which
         waits for its echo, as for any dispatch), so a window mirroring its settings at every
-        connect moves no other client watching the root.
+        connect moves no other client watching the root. One that moves something is committed
+        before any client is told (a client told a setting reads it back after a crash); pushes
+        are taken one at a time, each reduced on the one before it.
         """
         reason = root_config.check_push(action["config"])
         if reason is not None:
             return reason
-        root = self.root
-        next_state = reduce("root", root.state, action, now_ms=now_ms())
-        if next_state["config"]["values"] == root.state["config"]["values"]:
-            if sender is not None:
-                self.fanout.emit(
-                    root, action, origin=origin, sender=sender, reduce_state=False, sender_only=True
-                )
-            return None
-        self.fanout.emit(root, action, origin=origin, sender=sender, next_state=next_state)
-        # clientQueueBytes is read before every frame to every client: a push applies to the
-        # very next one.
-        self.fanout.queue_limit = self.client_queue_bytes()
-        values = dict(next_state["config"]["values"])
-        self.writes.later("root-config", lambda: self.store.save_root_config(values))
+        async with self._root_config_lock:
+            root = self.root
+            next_state = reduce("root", root.state, action, now_ms=now_ms())
+            if next_state["config"]["values"] == root.state["config"]["values"]:
+                if sender is not None:
+                    self.fanout.emit(
+                        root,
+                        action,
+                        origin=origin,
+                        sender=sender,
+                        reduce_state=False,
+                        sender_only=True,
+                    )
+                return None
+            values = dict(next_state["config"]["values"])
+            self.writes.later("root-config", lambda: self.store.save_root_config(values))
+            await self.writes.flush()
+            self.fanout.emit(root, action, origin=origin, sender=sender, next_state=next_state)
+            # clientQueueBytes is read before every frame to every client: a push applies to
+            # the very next one.
+            self.fanout.queue_limit = self.client_queue_bytes()
         return None
 
-    def say_host_action(self, uri: Any, action: Any) -> str | None:
+    async def say_host_action(self, uri: Any, action: Any) -> str | None:
         """Say an action on this host's own account (no origin); why not, or None when said."""
         if not isinstance(uri, str) or not isinstance(action, dict):
             return "a host action needs a channel URI and an action object"
@@ -224,7 +234,7 @@ class Host:
         if channel.kind != spec.channel_kind:
             return f"{spec.type} is not an action of {channel.uri}"
         if spec.type == "root/configChanged":
-            return action_problem(action) or self.change_root_config(action)
+            return action_problem(action) or await self.change_root_config(action)
         self.fanout.emit(channel, action)
         return None
 

@@ -27,17 +27,27 @@ class Entry:
     sender_only: bool = False
 
     def owed(
-        self, client_id: str, watched: set[str], version: Version, may: Callable[[str], bool]
+        self,
+        client_id: str,
+        watched: set[str],
+        version: Version | None,
+        may: Callable[[str], bool],
     ) -> bool:
-        """Whether a client coming back at `version`, watching `watched`, is replayed this."""
-        if self.sender == client_id:
-            return True
-        return (
+        """Whether a client coming back at `version`, watching `watched`, is replayed this: one
+        it must hold a grant to be told, only with that grant; on a channel it watches, its own
+        dispatch's answer, or what its version knows and was said to all; elsewhere, only its own
+        answer (whether it may read that channel now is the caller's to check).
+        """
+        if self.grant is not None and not may(self.grant):
+            return False
+        own = self.sender is not None and self.sender == client_id
+        if self.channel not in watched:
+            return own
+        return own or (
             not self.sender_only
-            and self.channel in watched
             and self.introduced_in is not None
+            and version is not None
             and self.introduced_in <= version
-            and (self.grant is None or may(self.grant))
         )
 
 

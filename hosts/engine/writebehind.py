@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 from collections.abc import Awaitable, Callable
 
@@ -15,7 +16,8 @@ class WriteBehind:
     """Runs the latest write for each key, in the background, in the order keys were dirtied.
 
     Writes wait `delay` seconds after the first one is scheduled, so a burst of changes to one
-    key (a config pushed at every keystroke, a stream of flags) costs one write.
+    key (a config pushed at every keystroke, a stream of flags) costs one write. What a client
+    would miss after a crash is committed with `flush` before it is said instead.
     """
 
     def __init__(self, delay: float = 0.25) -> None:
@@ -24,10 +26,14 @@ class WriteBehind:
         self._wanted = asyncio.Event()
         self._idle = asyncio.Event()
         self._idle.set()
+        #: One round writes at a time, so a flush never overtakes a write scheduled before it.
+        self._round = asyncio.Lock()
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
-        self._task = asyncio.create_task(self._run(), name="ahpd-write-behind")
+        self._task = asyncio.create_task(
+            self._run(), name="ahpd-write-behind", context=contextvars.Context()
+        )
 
     def later(self, key: str, write: Write) -> None:
         """Schedule `write` for `key`, replacing a write for the same key not yet run.
@@ -38,6 +44,24 @@ class WriteBehind:
         self._pending[key] = write
         self._idle.clear()
         self._wanted.set()
+
+    async def flush(self) -> None:
+        """Run every scheduled write now, in its order, and return once they have run.
+
+        For the rare facts a client must not lose once told (a turn's end, a session made,
+        root config changed): everything scheduled before goes first, so the row a fact refers
+        to is there when it is written.
+        """
+        # Written in a context of its own (nobody's request), not the caller's: a caller that
+        # came from a thread waiting on it (a REST view's, through call_engine) carries that
+        # thread's context, and the store's calls would be sent to that thread, which waits.
+        await asyncio.shield(
+            asyncio.create_task(self._locked_round(), context=contextvars.Context())
+        )
+
+    async def _locked_round(self) -> None:
+        async with self._round:
+            await self._write_pending()
 
     async def drain(self) -> None:
         """Wait until every scheduled write has run."""
@@ -56,13 +80,16 @@ class WriteBehind:
             if self._delay:
                 await asyncio.sleep(self._delay)
             self._wanted.clear()
-            # One round writes what was pending when it began; what is scheduled meanwhile
-            # waits for the next round, so a steady stream of changes is still coalesced.
-            batch, self._pending = self._pending, {}
-            for key, write in batch.items():
-                try:
-                    await write()
-                except Exception:
-                    log.exception("write-behind of %s failed", key)
-            if not self._pending:
-                self._idle.set()
+            await self._locked_round()
+
+    async def _write_pending(self) -> None:
+        # One round writes what was pending when it began; what is scheduled meanwhile
+        # waits for the next round, so a steady stream of changes is still coalesced.
+        batch, self._pending = self._pending, {}
+        for key, write in batch.items():
+            try:
+                await write()
+            except Exception:
+                log.exception("write-behind of %s failed", key)
+        if not self._pending:
+            self._idle.set()

@@ -66,3 +66,54 @@ async def test_a_key_written_again_keeps_its_first_place():
     await behind.drain()
     await behind.stop()
     assert order == ["session-2", "chat"]
+
+
+async def test_a_flush_writes_now_after_everything_scheduled_before_it():
+    order: list[str] = []
+    behind = WriteBehind(delay=3600)  # the background would not write within the test
+    behind.start()
+
+    def write_of(name: str):
+        async def write() -> None:
+            order.append(name)
+
+        return write
+
+    behind.later("session", write_of("session"))
+    behind.later("chat", write_of("chat"))
+    behind.later("turn", write_of("turn"))
+    await behind.flush()
+    assert order == ["session", "chat", "turn"]
+    await behind.drain()  # nothing is left owed
+    behind.later("later", write_of("later"))
+    assert order == ["session", "chat", "turn"]
+    await behind.flush()
+    assert order[-1] == "later"
+    await behind.stop()
+
+
+async def test_a_flush_waits_for_a_round_under_way_and_never_overtakes_it():
+    order: list[str] = []
+    behind = WriteBehind(delay=0)
+    behind.start()
+    started = asyncio.Event()
+    release = asyncio.Event()
+
+    async def slow() -> None:
+        started.set()
+        await release.wait()
+        order.append("slow")
+
+    async def fact() -> None:
+        order.append("fact")
+
+    behind.later("slow", slow)
+    await started.wait()
+    behind.later("fact", fact)
+    flushing = asyncio.create_task(behind.flush())
+    await asyncio.sleep(0)
+    assert order == []
+    release.set()
+    await flushing
+    assert order == ["slow", "fact"]
+    await behind.stop()

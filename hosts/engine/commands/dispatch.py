@@ -8,6 +8,7 @@ rules/; the shapes hosts/protocol/validation.py.
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -81,7 +82,8 @@ async def dispatch_action(host: Host, conn: Connection, params: dict[str, Any]) 
         assert rule.refusal is not None, f"{action_type} has neither an effect nor a refusal"
         return refuse(rule.refusal(dispatch))
     try:
-        reason = rule.effect(dispatch)
+        outcome = rule.effect(dispatch)
+        reason = await outcome if inspect.isawaitable(outcome) else outcome
     except ProtocolError as exc:
         reason = exc.message
     if reason is not None:

@@ -7,6 +7,7 @@ from typing import Any
 import orjson
 
 from ...protocol.errors import ErrorCode, ProtocolError, invalid_params
+from ...protocol.uris import kind_of
 from ...protocol.validation import (
     optional_str_list,
     required_int,
@@ -19,9 +20,27 @@ from ..connection import Connection
 from ..gate import readable
 from ..host import Host
 from ..principal import USERS_RESOURCE, USERS_RESOURCE_METADATA
+from ..replay import Entry
 
 #: Below this a replay is never weighed against the snapshots.
 REPLAY_ALWAYS_BYTES = 64 * 1024
+
+
+def _replayable(host: Host, conn: Connection, entry: Entry, watched: set[str]) -> bool:
+    """Whether a reconnecting connection is sent a ringed envelope again, by what its principal
+    may read now (grants change between a drop and a reconnect): as Entry.owed says, and its own
+    dispatch's answer on a channel it does not watch only where it may read that channel.
+    """
+    principal = conn.principal
+    if not entry.owed(conn.client_id or "", watched, conn.version, principal.may):
+        return False
+    if entry.channel in watched:
+        return True
+    channel = host.fanout.channel(entry.channel)
+    # A channel gone since is read as its scheme names it; a scheme the protocol does not
+    # define names a session (sessions alone live under a scheme a client chose).
+    kind = channel.kind if channel is not None else (kind_of(entry.channel) or "session")
+    return readable(principal, kind)
 
 
 def _snapshot_bytes(host: Host, channels: list[Channel]) -> int:
@@ -76,6 +95,13 @@ async def initialize(host: Host, conn: Connection, params: dict[str, Any]) -> di
             f"None of the offered protocol versions is supported: {', '.join(map(str, offered))}",
             {"supportedVersions": list(SUPPORTED_VERSIONS)},
         )
+    if host.clients.held_by_another(client_id, conn.principal.ref):
+        # A client id is its maker's: taking it over would resume their replay, their place
+        # in sessions and the calls addressed to them.
+        raise ProtocolError(
+            ErrorCode.ALREADY_EXISTS,
+            f"initialize: clientId {client_id} is taken; introduce yourself with another",
+        )
     conn.client_id = client_id
     conn.version_text, conn.version = chosen
     client_info = params.get("clientInfo") or {}
@@ -109,11 +135,17 @@ async def reconnect(host: Host, conn: Connection, params: dict[str, Any]) -> dic
     subscriptions = required_str_list(params, "reconnect", "subscriptions")
     if conn.ready and conn.client_id != client_id:
         raise invalid_params(f"reconnect: this connection is client {conn.client_id}")
-    record = host.clients.get(client_id)
+    # Who the connection is now decides what it may resume (a revoked token, nothing).
+    principal = await host.gate.principal_now(conn)
+    # Another principal's client is answered as one this host never met: no id is confirmed.
+    # A connection that is the client already resumes in place, whoever it signed in as since.
+    record = (
+        host.clients.get(client_id)
+        if conn.ready
+        else host.clients.held_by(client_id, principal.ref)
+    )
     if record is None:
         raise ProtocolError(ErrorCode.NOT_FOUND, f"Reconnect client not found: {client_id}")
-    # Who the connection is now decides what it may resume (a revoked token, nothing).
-    await host.gate.principal_now(conn)
     # The connection is held to the version the client agreed at initialize.
     if not conn.ready:
         conn.client_id = client_id
@@ -130,13 +162,10 @@ async def reconnect(host: Host, conn: Connection, params: dict[str, Any]) -> dic
     result: dict[str, Any] | None = None
     if host.fanout.ring.covers(last_seen, host.fanout.server_seq):
         watched = {channel.uri for channel in found}
-        version = conn.version
-        assert version is not None
-        may = conn.principal.may
         entries = [
             entry
             for entry in host.fanout.ring.since(last_seen)
-            if entry.owed(client_id, watched, version, may)
+            if _replayable(host, conn, entry, watched)
         ]
         replay_bytes = sum(entry.size for entry in entries)
         # A replay heavier than the snapshots it stands for is answered with the snapshots: a

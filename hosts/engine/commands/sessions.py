@@ -26,6 +26,8 @@ async def create_session(host: Host, conn: Connection, params: dict[str, Any]) -
         active_client=params.get("activeClient"),
         derived_chat_uri=conn.legacy_vscode_chat_uris,
     )
+    # A client answered that its session is made reads it back after a crash.
+    await host.writes.flush()
     return None
 
 

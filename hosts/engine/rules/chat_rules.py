@@ -16,11 +16,16 @@ def _turn_started(d: Dispatch) -> str | None:
     return None
 
 
-def _turn_cancelled(d: Dispatch) -> str | None:
+async def _turn_cancelled(d: Dispatch) -> str | None:
+    chat = d.chat
+    runner = chat.runner
+    running = runner is not None and runner.turn_id == d.action["turnId"] and not runner.ended
+    if running:
+        # A turn's end is committed before it is said, a client's stop too.
+        await d.host.turns.commit_ending(chat, d.action)
     d.say()
-    runner = d.chat.runner
-    if runner is not None and runner.turn_id == d.action["turnId"]:
-        do_cancel_turn(d.host, d.caller, d.chat, said=True)
+    if running and chat.runner is runner:
+        do_cancel_turn(d.host, d.caller, chat, said=True)
     return None
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import Any
 
 from .rule import ActionRule, Dispatch
@@ -16,7 +17,8 @@ def _config_grant(action: dict[str, Any]) -> str:
     return "config:change"
 
 
-def _config(d: Dispatch) -> str | None:
+def _config(d: Dispatch) -> Awaitable[str | None]:
+    # Committed before it is said: the dispatch waits for it.
     return d.host.change_root_config(d.action, origin=d.caller.origin, sender=d.caller.sender)
 
 

@@ -8,7 +8,7 @@ returns why it is refused. `said_by_host` marks what this host says on its own a
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,7 +48,9 @@ class Dispatch:
         return chat
 
 
-Effect = Callable[[Dispatch], "str | None"]
+#: An effect returns why the action is refused, or None; one that must wait for something (a
+#: commit before the action is said) returns an awaitable of that.
+Effect = Callable[[Dispatch], "str | None | Awaitable[str | None]"]
 Words = Callable[[Dispatch], str]
 
 

@@ -47,5 +47,7 @@ async def perform(host: Host, name: str, principal: Principal, **args: Any) -> A
     result = service.run(host, Caller(principal), **args)
     if inspect.isawaitable(result):
         result = await result
-    await host.writes.drain()
+    # What it changed, written now: waiting for the write-behind to fall idle could wait for
+    # as long as a turn streams (its progress is written behind as it goes).
+    await host.writes.flush()
     return result.to_json() if isinstance(result, Created) else result

@@ -61,14 +61,14 @@ def do_cancel_turn(host: Host, caller: Caller, chat: LiveChat, *, said: bool = F
     return host.turns.stop(chat, said=said)
 
 
-def do_cancel_session(host: Host, caller: Caller, uri: str) -> dict[str, Any]:
-    """Stop every turn running in a session."""
+async def do_cancel_session(host: Host, caller: Caller, uri: str) -> dict[str, Any]:
+    """Stop every turn running in a session, each stop committed before it is said."""
     caller.may("chat:cancel")
     session = session_of(host, uri)
     stopped = [
         turn_id
         for chat in list(session.chats.values())
-        if (turn_id := do_cancel_turn(host, caller, chat)) is not None
+        if (turn_id := await host.turns.stop_kept(chat)) is not None
     ]
     if not stopped:
         raise ProtocolError(ErrorCode.INVALID_PARAMS, f"No turn is running in {uri}")

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...backends.base import AgentChat
+from ...protocol.reducers.chat_tool_calls import skipped
 from ...protocol.shapes import SessionSummary
 from ..channel import Channel
 from ..fanout import Fanout
@@ -122,12 +123,21 @@ def input_needed_id(chat: str, turn_id: str, call_id: str) -> str:
 
 
 def interrupted(turn: dict[str, Any]) -> dict[str, Any]:
-    """A turn the last process left running, read back ended in error."""
+    """A turn the last process left running, read back ended in error with what it had
+    streamed, as a chat/error would have ended it: a tool call still open is cancelled
+    (skipped), and VS Code's executionInterrupted part is the last."""
     ended = dict(turn)
     ended["state"] = "error"
     ended["responseParts"] = [
-        *turn.get("responseParts", []),
+        *(_settled(part) for part in turn.get("responseParts", [])),
         {"kind": "error", "error": {"errorType": "executionInterrupted", "message": INTERRUPTED}},
     ]
     ended.setdefault("duration", 0)
     return ended
+
+
+def _settled(part: Any) -> Any:
+    if not isinstance(part, dict) or part.get("kind") != "toolCall":
+        return part
+    call = part.get("toolCall")
+    return {**part, "toolCall": skipped(call)} if isinstance(call, dict) else part

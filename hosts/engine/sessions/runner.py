@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from ...backends.base import PermissionAnswer, PermissionOption
@@ -54,12 +54,16 @@ class TurnRunner:
         self.calls: dict[str, str] = {}
         self._titles: dict[str, str] = {}
         self._questions: dict[str, tuple[asyncio.Future[PermissionAnswer], list[str]]] = {}
+        #: Called after each action said (the turn's progress is kept, written behind).
+        self.on_said: Callable[[], None] | None = None
 
     # -- saying actions -------------------------------------------------------------------
 
     def _say(self, action: dict[str, Any]) -> None:
         if not self.ended:
             self.chat.say(action)
+            if self.on_said is not None:
+                self.on_said()
 
     def duration(self) -> int:
         return max(0, now_ms() - self.started_ms)
@@ -280,8 +284,12 @@ class TurnRunner:
 
     def end(self, state: str, message: str = "") -> None:
         """Say the turn's one ending (complete, cancelled or error) unless it has one."""
-        if self.ended:
-            return
+        if not self.ended:
+            self.end_with(self.ending(state, message))
+
+    def ending(self, state: str, message: str = "") -> dict[str, Any]:
+        """The turn's ending action (complete, cancelled or error), not said yet; the text
+        gathered so far is said first, so the ending is the last of the turn's actions."""
         self._close_part()
         ending: dict[str, Any] = {"turnId": self.turn_id, "duration": self.duration()}
         if state == "complete":
@@ -294,6 +302,12 @@ class TurnRunner:
                 "kind": "error",
                 "error": {"errorType": "backendError", "message": message or "The turn failed."},
             }
+        return ending
+
+    def end_with(self, ending: dict[str, Any]) -> None:
+        """Say an ending made by `ending`, unless the turn has had one meanwhile."""
+        if self.ended:
+            return
         self._say(ending)
         self.stop()
 

@@ -234,10 +234,15 @@ class Sessions:
         self.writes.later(f"chat:{uri}", lambda: self.store.delete_chat(uri))
         self.update_active_count()
 
-    def announce(self, session: LiveSession, *, failure: str | None = None) -> None:
+    async def announce(self, session: LiveSession, *, failure: str | None = None) -> None:
         """A fresh session's first message, handed to its backend, makes it real: announced,
         listed, ready. One whose backend could not be had is said failed, then announced; a
-        message sent again tries again."""
+        message sent again tries again. Its row is committed before it is listed to anyone."""
+        fresh = not session.record.announced and self.holds(session)
+        if fresh:
+            session.record.announced = True
+            self.save_session(session)
+            await self.writes.flush()
         if failure is not None and session.channel.state["lifecycle"] == "creating":
             session.say(
                 {
@@ -247,11 +252,9 @@ class Sessions:
             )
         elif failure is None and session.channel.state["lifecycle"] != "ready":
             session.say({"type": "session/ready"})
-        if session.record.announced or not self.holds(session):
+        if not fresh or not self.holds(session):
             return
-        session.record.announced = True
         self.catalogue.put(session.record.uri, session.record.modified_ms)
-        self.save_session(session)
         self._notify_root("root/sessionAdded", {"summary": session_row(session)})
 
     async def dispose(self, session: LiveSession) -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ...backends.base import AgentChat, BackendError, ChatContext, TurnRequest
+from ...protocol.reducers import reduce
 from ...protocol.shapes import Origin
 from ..clock import now_ms
 from .live import LiveChat
@@ -81,11 +82,11 @@ class Turns:
         runner = TurnRunner(chat, turn_id, started, self._window_ms)
         chat.runner = runner
         text = str(action.get("message", {}).get("text", ""))
-        if not session.channel.state["title"] and text.strip():
+        title = None
+        if not session.channel.state["title"] and not session.record.title and text.strip():
             # An untitled row is one nobody can find again: name it after its first message.
-            title = " ".join(text.split())[:80]
-            session.say({"type": "session/titleChanged", "title": title})
-            session.record.title = title
+            # It is kept now and said once committed (the turn's task).
+            title = session.record.title = " ".join(text.split())[:80]
         self._sessions.touch(session)
         self._sessions.update_active_count()
         # Where the turn will stand: after every turn the chat holds, a stopped one still
@@ -99,10 +100,47 @@ class Turns:
             "state": "running",
         }
         self._sessions.save_turn(chat.record.uri, position, running)
+        runner.on_said = lambda: self._keep_running(chat, runner, position)
         previous = chat.task
         chat.task = asyncio.get_running_loop().create_task(
-            self._run(chat, runner, TurnRequest(turn_id, text, _model(action)), previous)
+            self._run(chat, runner, TurnRequest(turn_id, text, _model(action)), previous, title)
         )
+
+    def _keep_running(self, chat: LiveChat, runner: TurnRunner, position: int) -> None:
+        """Write the running turn as it stands, behind: a crash keeps what it had streamed."""
+        active = chat.state().get("activeTurn")
+        if chat.runner is not runner or not active or active.get("id") != runner.turn_id:
+            return  # replaced (its place is the newer turn's) or ended
+        self._sessions.save_turn(chat.record.uri, position, {**active, "state": "running"})
+
+    async def _say_title(self, chat: LiveChat, title: str) -> None:
+        """A session's first title, said once it is committed."""
+        session = chat.session
+        await self._sessions.writes.flush()
+        if self._sessions.holds(session) and session.record.title == title:
+            # Unless renamed meanwhile (the rename is kept and said already).
+            session.say({"type": "session/titleChanged", "title": title})
+
+    async def commit_ending(self, chat: LiveChat, ending: dict[str, Any]) -> None:
+        """Commit the turn an ending action (chat/turnComplete, turnCancelled, error) is about
+        to end, as the chat will hold it once said; nothing for a turn it would not end."""
+        if self._sessions.chat(chat.record.uri) is not chat:
+            return  # disposed: nothing of it is kept
+        finished = reduce("chat", chat.state(), ending, now_ms=now_ms())
+        turns = finished.get("turns", [])
+        if turns and turns[-1].get("id") == ending["turnId"] and "activeTurn" not in finished:
+            self._sessions.save_turn(chat.record.uri, len(turns) - 1, turns[-1])
+            await self._sessions.writes.flush()
+
+    async def _end(self, chat: LiveChat, runner: TurnRunner, state: str, message: str = "") -> None:
+        """The turn's one ending, committed before any client is told it."""
+        if runner.ended:
+            return
+        ending = runner.ending(state, message)
+        if chat.runner is runner:
+            await self.commit_ending(chat, ending)
+        # Stopped meanwhile, the stop was said and is what the chat holds (written by _finish).
+        runner.end_with(ending)
 
     async def _run(
         self,
@@ -110,9 +148,12 @@ class Turns:
         runner: TurnRunner,
         request: TurnRequest,
         previous: asyncio.Task[None] | None,
+        title: str | None = None,
     ) -> None:
         completed = False
         try:
+            if title is not None:
+                await self._say_title(chat, title)
             if previous is not None and not previous.done():
                 # A turn said while other work runs in the chat runs once that is done.
                 await asyncio.wait([previous])
@@ -124,21 +165,21 @@ class Turns:
                 message = str(exc) if isinstance(exc, BackendError) else f"The agent failed: {exc}"
                 if not isinstance(exc, BackendError):
                     log.exception("opening the agent of %s failed", chat.record.uri)
-                runner.end("error", message)
-                self._sessions.announce(chat.session, failure=message)
+                await self._end(chat, runner, "error", message)
+                await self._sessions.announce(chat.session, failure=message)
                 return
-            self._sessions.announce(chat.session)
+            await self._sessions.announce(chat.session)
             end = await agent_chat.run_turn(request, runner)
             completed = end.state == "complete" and not runner.ended
-            runner.end(end.state, end.message)
+            await self._end(chat, runner, end.state, end.message)
         except BackendError as exc:
-            runner.end("error", str(exc))
+            await self._end(chat, runner, "error", str(exc))
         except asyncio.CancelledError:
             runner.end("cancelled")
             raise
         except Exception as exc:
             log.exception("turn %s of %s failed", request.turn_id, chat.record.uri)
-            runner.end("error", f"The agent failed: {exc}")
+            await self._end(chat, runner, "error", f"The agent failed: {exc}")
         finally:
             self._finish(chat, runner, take_queued=completed)
 
@@ -220,13 +261,7 @@ class Turns:
         if runner is None or runner.ended:
             return None
         if not said:
-            chat.say(
-                {
-                    "type": "chat/turnCancelled",
-                    "turnId": runner.turn_id,
-                    "duration": runner.duration(),
-                }
-            )
+            chat.say(_cancelled(runner))
         runner.stop()
         for replaced in chat.replaced:
             replaced.stop()
@@ -237,6 +272,18 @@ class Turns:
         if agent_chat is not None:
             asyncio.get_running_loop().create_task(_cancel(chat.record.uri, agent_chat))
         return runner.turn_id
+
+    async def stop_kept(self, chat: LiveChat) -> str | None:
+        """`stop`, the stop committed before it is said; the stopped turn's id, or None."""
+        runner = chat.runner
+        if runner is None or runner.ended:
+            return None
+        ending = _cancelled(runner)
+        await self.commit_ending(chat, ending)
+        if chat.runner is not runner or runner.ended:
+            return None  # ended meanwhile, by its backend or by a client
+        chat.say(ending)
+        return self.stop(chat, said=True)
 
     def rewind(self, chat: LiveChat) -> None:
         """After a truncation: keep what the chat holds, and start its backend again on it.
@@ -304,6 +351,10 @@ async def _cancel(chat: str, agent_chat: AgentChat) -> None:
         await agent_chat.cancel()
     except Exception:
         log.exception("cancelling the backend of %s failed", chat)
+
+
+def _cancelled(runner: TurnRunner) -> dict[str, Any]:
+    return {"type": "chat/turnCancelled", "turnId": runner.turn_id, "duration": runner.duration()}
 
 
 def _assistant_text(turn: Mapping[str, Any]) -> str:
