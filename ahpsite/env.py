@@ -32,6 +32,20 @@ def env_int(
     return value
 
 
+def env_float(name: str, default: float, *, minimum: float = 0.0) -> float:
+    """A number, fractions allowed (a test's sleep of a few seconds, in minutes)."""
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = float(raw.strip())
+    except ValueError:
+        raise EnvError(f"{name} must be a number, got {raw!r}") from None
+    if not value >= minimum or value == float("inf"):
+        raise EnvError(f"{name} must be a finite number of at least {minimum:g}, got {raw!r}")
+    return value
+
+
 def env_choice(name: str, default: str, choices: Iterable[str]) -> str:
     """One of `choices`, given in any case."""
     raw = os.environ.get(name)

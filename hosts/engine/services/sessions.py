@@ -13,6 +13,7 @@ from ...protocol.uris import kind_of
 from ..host import Host
 from ..sessions import LiveSession
 from .caller import Caller, owner_or_admin, session_of, user_message
+from .turns import room_for_agent
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +88,9 @@ def do_create_session(
         return Created(existing)
     if existing is not None or host.sessions.taken(uri):
         raise ProtocolError(ErrorCode.SESSION_ALREADY_EXISTS, f"Session already exists: {uri}")
+    if message is not None:
+        # Refused before the session is made: its first turn would start an agent past the cap.
+        room_for_agent(host, caller.principal.ref, provider)
     session = host.sessions.create(
         caller.principal.ref,
         uri,
