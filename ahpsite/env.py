@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -41,7 +42,7 @@ def env_float(name: str, default: float, *, minimum: float = 0.0) -> float:
         value = float(raw.strip())
     except ValueError:
         raise EnvError(f"{name} must be a number, got {raw!r}") from None
-    if not value >= minimum or value == float("inf"):
+    if not math.isfinite(value) or value < minimum:
         raise EnvError(f"{name} must be a finite number of at least {minimum:g}, got {raw!r}")
     return value
 

@@ -84,6 +84,13 @@ async def test_with_every_agent_at_work_the_next_is_refused_naming_the_setting(
     refused = await client.dispatch_and_wait(third, turn("one too many"))
     assert refused["rejectionReason"].startswith(CAP_WORDS)
     assert "(AHPD_AGENTS_PER_PERSON=2)" in refused["rejectionReason"]
+    queued = {
+        "type": "chat/pendingMessageSet",
+        "kind": "queued",
+        "id": "q1",
+        "message": message("queued too many"),
+    }
+    assert (await client.dispatch_and_wait(third, queued))["rejectionReason"].startswith(CAP_WORDS)
     made = f"ahp-chat:/{uuid.uuid4()}"
     with pytest.raises(RpcError) as error:
         await client.request(
