@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -29,6 +30,20 @@ def env_int(
     if minimum is not None and value < minimum or maximum is not None and value > maximum:
         bounds = f"from {minimum} to {maximum}" if maximum is not None else f"at least {minimum}"
         raise EnvError(f"{name} must be {bounds}, got {value}")
+    return value
+
+
+def env_float(name: str, default: float, *, minimum: float = 0.0) -> float:
+    """A number, fractions allowed (a test's sleep of a few seconds, in minutes)."""
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = float(raw.strip())
+    except ValueError:
+        raise EnvError(f"{name} must be a number, got {raw!r}") from None
+    if not math.isfinite(value) or value < minimum:
+        raise EnvError(f"{name} must be a finite number of at least {minimum:g}, got {raw!r}")
     return value
 
 

@@ -22,6 +22,7 @@ from .env import (
     env_bool,
     env_choice,
     env_dir,
+    env_float,
     env_int,
     env_str,
     env_url,
@@ -82,6 +83,14 @@ AHPD_DELTA_WINDOW_MS = env_int("AHPD_DELTA_WINDOW_MS", 75, minimum=0, maximum=10
 AHPD_HOST_NAME = env_str("AHPD_HOST_NAME", socket.gethostname() or "ahpd") or "ahpd"
 #: How long a client that dropped stays in the sessions it was in (activeClients).
 AHPD_PRESENCE_GRACE_MS = env_int("AHPD_PRESENCE_GRACE_MS", 30000, minimum=0)
+#: How long an idle chat's agent process is kept before it is let go (the reference's
+#: sleepAfterMinutes; fractions of a minute are taken); 0 never lets one go on time alone.
+AHPD_SLEEP_AFTER_MINUTES = env_float("AHPD_SLEEP_AFTER_MINUTES", 30.0)
+#: How many sessions may run agents before the least recently used idle one's are let go
+#: (the reference's sessionResidencyLimit); 0 sets no limit.
+AHPD_SESSION_RESIDENCY_LIMIT = env_int("AHPD_SESSION_RESIDENCY_LIMIT", 10, minimum=0)
+#: How many agents one person's sessions may have at work at once; 0 sets no cap.
+AHPD_AGENTS_PER_PERSON = env_int("AHPD_AGENTS_PER_PERSON", 10, minimum=0)
 #: The operator's agents (a JSON file; see hosts/backends/config.py).
 AHPD_CONFIG = env_str("AHPD_CONFIG")
 if AHPD_CONFIG and not Path(AHPD_CONFIG).expanduser().is_file():

@@ -163,6 +163,11 @@ class Agent(Protocol):
     """One configured backend: what root state announces, and how its chats are opened."""
 
     config: AgentConfig
+    #: Whether each chat it opens runs a process of its own (an ACP agent), which this host
+    #: lets go of while the chat is idle and opens again, by the chat's backend id, when the
+    #: chat next needs it. A backend whose chat is an object in this process (the openai loop,
+    #: which holds the conversation's tool calls) is never let go.
+    holds_process: bool
 
     def info(self) -> dict[str, Any]:
         """The AgentInfo root state lists: provider, displayName, description, models."""

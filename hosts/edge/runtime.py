@@ -54,6 +54,9 @@ def host_settings() -> HostSettings:
         presence_grace_s=settings.AHPD_PRESENCE_GRACE_MS / 1000,
         host_name=settings.AHPD_HOST_NAME,
         state_dir=Path(settings.AHPD_DATA_DIR),
+        sleep_after_s=settings.AHPD_SLEEP_AFTER_MINUTES * 60,
+        session_residency_limit=settings.AHPD_SESSION_RESIDENCY_LIMIT,
+        agents_per_person=settings.AHPD_AGENTS_PER_PERSON,
     )
 
 

@@ -33,7 +33,7 @@ from .placement import HereOnly, Placement, Relay
 from .ports import Store, Transport
 from .principal import USERS_RESOURCE_METADATA, Directory, NoDirectory, Principal
 from .principal import root as principal_root
-from .sessions import Presence, Sessions, Turns
+from .sessions import Presence, Residency, Sessions, Turns
 from .writebehind import WriteBehind
 
 log = logging.getLogger("ahpd.engine")
@@ -56,6 +56,15 @@ class HostSettings:
     presence_grace_s: float = 30.0
     #: Where backends keep their own state (agents' HOME folders).
     state_dir: Path | None = None
+    #: How long a chat's agent process stays idle before it is let go (sleepAfterMinutes,
+    #: AHPD_SLEEP_AFTER_MINUTES); 0 never lets one go on time alone.
+    sleep_after_s: float = 30 * 60.0
+    #: How many sessions run agents before the least recently used idle one's are let go
+    #: (sessionResidencyLimit, AHPD_SESSION_RESIDENCY_LIMIT); 0 sets no limit.
+    session_residency_limit: int = 10
+    #: How many agents one person's sessions may have at work at once
+    #: (AHPD_AGENTS_PER_PERSON); 0 sets no cap.
+    agents_per_person: int = 10
 
 
 class Host:
@@ -82,8 +91,17 @@ class Host:
         self.root_principal = principal_root(settings.host_name)
         self.sessions = Sessions(self.fanout, self.writes, store, agents or {})
         self.presence = Presence(self.sessions, self.fanout, settings.presence_grace_s)
+        self.residency = Residency(
+            self.sessions,
+            sleep_after_s=settings.sleep_after_s,
+            session_limit=settings.session_residency_limit,
+            per_person=settings.agents_per_person,
+        )
         self.turns = Turns(
-            self.sessions, delta_window_ms=settings.delta_window_ms, state_dir=settings.state_dir
+            self.sessions,
+            self.residency,
+            delta_window_ms=settings.delta_window_ms,
+            state_dir=settings.state_dir,
         )
         #: Which engine holds a session: this one, until sessions are sharded.
         self.placement: Placement = placement or HereOnly()
@@ -141,6 +159,7 @@ class Host:
     async def stop(self) -> None:
         """Let the backends go, write what is owed to the store, stop the background tasks."""
         await self.sessions.shutdown()
+        await self.residency.drain()
         await self.writes.stop()
         self.fanout.stop()
 

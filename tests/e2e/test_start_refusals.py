@@ -59,6 +59,10 @@ def migrated() -> Iterator[ServerProcess]:
         ("AHPD_REPLAY_BYTES", "10", ("AHPD_REPLAY_BYTES", "1048576")),
         ("AHPD_MAX_FRAME_BYTES", "1000", ("AHPD_MAX_FRAME_BYTES",)),
         ("AHPD_ALLOWED_ORIGINS", "vscode-file://vscode-app", ("AHPD_ALLOWED_ORIGINS",)),
+        ("AHPD_SLEEP_AFTER_MINUTES", "soon", ("AHPD_SLEEP_AFTER_MINUTES", "soon")),
+        ("AHPD_SLEEP_AFTER_MINUTES", "-1", ("AHPD_SLEEP_AFTER_MINUTES", "at least 0")),
+        ("AHPD_SESSION_RESIDENCY_LIMIT", "-1", ("AHPD_SESSION_RESIDENCY_LIMIT",)),
+        ("AHPD_AGENTS_PER_PERSON", "many", ("AHPD_AGENTS_PER_PERSON", "many")),
     ],
 )
 def test_a_bad_setting(migrated, variable, value, named):

@@ -1,8 +1,10 @@
-"""A started server whose one agent is the OpenAI-compatible loop against a local fake model."""
+"""A started server whose one agent is the OpenAI-compatible loop against a local fake model,
+or the small ACP agent under tests/agents run as a real subprocess."""
 
 from __future__ import annotations
 
 import json
+import sys
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -10,7 +12,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from tests.support.fake_openai import FakeOpenAi
-from tests.support.server import ServerProcess
+from tests.support.server import REPO, ServerProcess
+
+#: The fake ACP agent's script: also how its processes are told from the server's others.
+ACP_AGENT = REPO / "tests" / "agents" / "fake_acp_agent.py"
 
 
 def local_agent_config(model_url: str) -> dict[str, object]:
@@ -42,3 +47,24 @@ def server_with_local_agent(**env: str) -> Iterator[ServerProcess]:
         finally:
             process.close()
             model.close()
+
+
+@contextmanager
+def server_with_acp_agent(**env: str) -> Iterator[ServerProcess]:
+    """`fake`: the fake ACP agent, each chat a process of its own."""
+    entry = {
+        "provider": "fake",
+        "kind": "acp",
+        "displayName": "Fake ACP agent",
+        "command": sys.executable,
+        "args": [str(ACP_AGENT)],
+        "promptTimeoutSeconds": 60,
+    }
+    with tempfile.TemporaryDirectory(prefix="ahpd-agents-") as folder:
+        config = Path(folder) / f"agents-{uuid.uuid4().hex}.json"
+        config.write_text(json.dumps({"agents": [entry]}))
+        process = ServerProcess(env_extra={"AHPD_CONFIG": str(config), **env}).start()
+        try:
+            yield process
+        finally:
+            process.close()

@@ -89,6 +89,12 @@ class ServerProcess:
         return int(urlsplit(self.url).port or 0)
 
     @property
+    def pid(self) -> int:
+        """The serving process's id: the parent of every agent it runs."""
+        assert self._proc is not None, "the server is not running"
+        return self._proc.pid
+
+    @property
     def base(self) -> str:
         """The ws:// URL without the token."""
         return self.url.split("?", 1)[0]

@@ -14,6 +14,9 @@ from .session_facts import SessionFacts
 class AcpAgent:
     """One configured ACP agent command. It learns modes and models from the sessions it opens."""
 
+    #: Each chat is an agent process; let go while idle, it is woken with `session/load`.
+    holds_process = True
+
     def __init__(self, config: AgentConfig, data_dir: Path) -> None:
         self.config = config
         self.data_dir = data_dir

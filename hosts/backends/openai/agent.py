@@ -13,6 +13,9 @@ from .tools import PERMISSION_LABELS, PERMISSION_MODES
 class OpenAiAgent:
     """One configured OpenAI-compatible endpoint, announced with its models."""
 
+    #: A chat is the loop's own object in this process, holding its conversation: kept.
+    holds_process = False
+
     def __init__(self, config: AgentConfig) -> None:
         self.config = config
 

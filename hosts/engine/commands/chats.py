@@ -71,9 +71,8 @@ async def completions(host: Host, conn: Connection, params: dict[str, Any]) -> d
 
 
 def _commands(chat: LiveChat, typed: str, start: int, end: int) -> list[dict[str, Any]]:
-    commands = getattr(chat.agent_chat, "commands", None) or []
     items = []
-    for command in commands:
+    for command in chat.agent_commands():
         name = str(command.get("name", ""))
         if not name.lower().startswith(typed.lower()):
             continue

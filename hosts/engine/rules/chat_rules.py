@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..services import do_cancel_turn, do_start_turn
+from ..services.turns import room_for_agent
 from .rule import ActionRule, Dispatch, flag_effect
 
 CONTRIBUTOR_ONLY = "{type}: only the client a call names as its contributor may send it"
@@ -49,6 +50,11 @@ def _pending_message_set(d: Dispatch) -> str | None:
     if steering and held and held.get("id") == d.action["id"]:
         if held.get("message") != d.action["message"]:
             return "Cannot change a steering message while it is being processed."
+    if d.chat.idle:
+        # Taken up at once as a turn: refused, before it is said, where that turn would start
+        # an agent past its owner's cap.
+        record = d.chat.session.record
+        room_for_agent(d.host, record.owner, record.provider, d.chat)
     d.say()
     if steering:
         d.host.turns.steer(d.chat)

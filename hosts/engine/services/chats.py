@@ -9,7 +9,7 @@ from ...protocol.validation import chat_source, checked_uri, user_message_proble
 from ..host import Host
 from ..sessions import LiveChat, LiveSession
 from .caller import Caller, session_of
-from .turns import do_send_message
+from .turns import do_send_message, room_for_agent
 
 
 def do_create_chat(
@@ -44,6 +44,9 @@ def do_create_chat(
         return chat
     if host.sessions.taken(uri):
         raise ProtocolError(ErrorCode.ALREADY_EXISTS, f"Chat already exists: {uri}")
+    if message is not None:
+        # Refused before the chat is made: its first turn would start an agent past the cap.
+        room_for_agent(host, session.record.owner, session.record.provider)
     source = chat_source(source)
     title = title.strip() if isinstance(title, str) else ""
     turns: list[dict[str, Any]] = []

@@ -14,6 +14,7 @@ from ..host import Host
 from ..sessions import LiveSession
 from ..sessions.records import derived_default_chat_uri
 from .caller import Caller, owner_or_admin, session_of, user_message
+from .turns import room_for_agent
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +96,9 @@ def do_create_session(
         return Created(existing)
     if existing is not None or host.sessions.taken(uri):
         raise ProtocolError(ErrorCode.SESSION_ALREADY_EXISTS, f"Session already exists: {uri}")
+    if message is not None:
+        # Refused before the session is made: its first turn would start an agent past the cap.
+        room_for_agent(host, caller.principal.ref, provider)
     session = host.sessions.create(
         caller.principal.ref,
         uri,

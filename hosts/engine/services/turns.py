@@ -11,6 +11,15 @@ from ..sessions import LiveChat
 from .caller import Caller, session_of, user_message, with_sender
 
 
+def room_for_agent(
+    host: Host, owner: str | None, provider: str, chat: LiveChat | None = None
+) -> None:
+    """-32009 in words naming the cap, where a turn sent to `chat` (None: a chat or a session
+    about to be made) would start one agent more than its owner may run at once."""
+    if (reason := host.residency.refusal(owner, provider, chat)) is not None:
+        raise ProtocolError(ErrorCode.PERMISSION_DENIED, reason)
+
+
 def do_start_turn(host: Host, caller: Caller, chat: LiveChat, action: dict[str, Any]) -> str:
     """A client's chat/turnStarted, said back as it sent it (signed by the dispatch, as its
     rule says), and run.
@@ -19,6 +28,7 @@ def do_start_turn(host: Host, caller: Caller, chat: LiveChat, action: dict[str, 
     state and runs once the work in front of it is done.
     """
     caller.may("chat:send")
+    room_for_agent(host, chat.session.record.owner, chat.session.record.provider, chat)
     return host.turns.begin(chat, action, origin=caller.origin, sender=caller.sender)
 
 
@@ -36,6 +46,7 @@ def do_send_message(
         if (reason := user_message_problem(message, method)) is not None:
             raise invalid_params(reason)
         message = with_sender(message, caller.principal.ref)
+    room_for_agent(host, chat.session.record.owner, chat.session.record.provider, chat)
     return host.turns.begin_message(chat, message)
 
 

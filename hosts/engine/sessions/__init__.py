@@ -1,10 +1,12 @@
-"""Sessions and chats: the table that holds them, their presence and their turns."""
+"""Sessions and chats: the table that holds them, their presence, their turns and
+which of their agents keep running."""
 
 from __future__ import annotations
 
 from .live import LiveChat, LiveSession
 from .presence import Presence
+from .residency import Residency
 from .table import Sessions
 from .turns import Turns
 
-__all__ = ["LiveChat", "LiveSession", "Presence", "Sessions", "Turns"]
+__all__ = ["LiveChat", "LiveSession", "Presence", "Residency", "Sessions", "Turns"]

@@ -60,10 +60,28 @@ class LiveChat:
     #: order and a stop of the newest drops them all (the seed's chat/turnStarted row).
     replaced: list[TurnRunner] = field(default_factory=list)
     opening: asyncio.Lock = field(default_factory=asyncio.Lock)
+    #: When a turn of the chat last began or ended (the loop's clock): which idle agent is let
+    #: go first (residency.py).
+    used_at: float = 0.0
+    #: The timer that lets the chat's agent go once it has been idle sleepAfterMinutes.
+    sleep_timer: asyncio.TimerHandle | None = None
+    #: The slash commands the chat's agent announced, kept while it is let go.
+    kept_commands: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def uri(self) -> str:
         return self.record.uri
+
+    @property
+    def idle(self) -> bool:
+        """No work in the chat: no turn running, being prepared or letting go of its backend,
+        and so no tool call waiting for a person's confirmation."""
+        return self.task is None or self.task.done()
+
+    def agent_commands(self) -> list[dict[str, Any]]:
+        """The slash commands of the chat's agent, running or let go."""
+        commands = getattr(self.agent_chat, "commands", None)
+        return list(commands) if commands is not None else self.kept_commands
 
     @property
     def is_default(self) -> bool:

@@ -361,6 +361,9 @@ def _chat_modified(chat: ChatRecord, session: SessionRecord) -> int:
 
 async def close_chat(chat: LiveChat, *, cancel: bool) -> None:
     """Let a chat's backend go; with `cancel`, its running turn ends as a stop first."""
+    if chat.sleep_timer is not None:
+        chat.sleep_timer.cancel()
+        chat.sleep_timer = None
     if cancel:
         # A turn another replaced is in no client's state: it stops without a word.
         for replaced in chat.replaced:

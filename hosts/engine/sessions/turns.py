@@ -22,6 +22,7 @@ from ...protocol.shapes import Origin
 from ..clock import now_ms
 from .live import LiveChat
 from .records import file_path, iso
+from .residency import Residency
 from .runner import TurnRunner
 from .table import Sessions
 
@@ -29,8 +30,16 @@ log = logging.getLogger("ahpd.sessions")
 
 
 class Turns:
-    def __init__(self, sessions: Sessions, *, delta_window_ms: int, state_dir: Path | None):
+    def __init__(
+        self,
+        sessions: Sessions,
+        residency: Residency,
+        *,
+        delta_window_ms: int,
+        state_dir: Path | None,
+    ):
         self._sessions = sessions
+        self._residency = residency
         self._window_ms = delta_window_ms
         self._state_dir = state_dir
 
@@ -81,6 +90,7 @@ class Turns:
             chat.replaced.append(chat.runner)
         runner = TurnRunner(chat, turn_id, started, self._window_ms)
         chat.runner = runner
+        self._residency.used(chat)
         text = str(action.get("message", {}).get("text", ""))
         title = None
         if not session.channel.state["title"] and not session.record.title and text.strip():
@@ -191,6 +201,7 @@ class Turns:
             agent = self._sessions.agents.get(record.provider)
             if agent is None:
                 raise BackendError(f"No agent is configured for provider {record.provider!r}")
+            await self._residency.make_room(chat)
             history = [
                 {"user": t["message"].get("text", ""), "assistant": _assistant_text(t)}
                 for t in chat.record.turns
@@ -233,6 +244,7 @@ class Turns:
         self._sessions.touch(chat.session)
         self._sessions.update_active_count()
         self._sessions.chat_row_moved(chat)
+        self._residency.rested(chat)
         # A stopped or failed turn leaves the queue waiting for the client's next move.
         if take_queued:
             self.take_queued(chat)
