@@ -45,6 +45,12 @@ class TurnRunner:
         self.ended = False
         #: Set once a turn sent after it took its place: nobody can see its questions.
         self.superseded = False
+        #: How it ended (complete, cancelled, error), its errorType and its duration then.
+        self.outcome: str | None = None
+        self.error_type: str | None = None
+        self.duration_ms = 0
+        #: Who sent it (`user:<id>`, `root:<host>`), where known.
+        self.sender: str | None = None
         self._kind: str | None = None  # "markdown" | "reasoning" | None: the part being filled
         self._part_id: str | None = None
         self._part_opened = False
@@ -278,10 +284,12 @@ class TurnRunner:
 
     # -- the ending -----------------------------------------------------------------------
 
-    def end(self, state: str, message: str = "") -> None:
+    def end(self, state: str, message: str = "", error_type: str = "backendError") -> None:
         """Say the turn's one ending (complete, cancelled or error) unless it has one."""
         if self.ended:
             return
+        if state not in ("complete", "cancelled"):
+            self.error_type = error_type
         self._close_part()
         ending: dict[str, Any] = {"turnId": self.turn_id, "duration": self.duration()}
         if state == "complete":
@@ -292,10 +300,10 @@ class TurnRunner:
             ending["type"] = "chat/error"
             ending["part"] = {
                 "kind": "error",
-                "error": {"errorType": "backendError", "message": message or "The turn failed."},
+                "error": {"errorType": error_type, "message": message or "The turn failed."},
             }
         self._say(ending)
-        self.stop()
+        self.stop(state if state in ("complete", "cancelled") else "error")
 
     def supersede(self) -> None:
         """A turn sent after this one took its place in every client's state: it runs on, but
@@ -303,8 +311,10 @@ class TurnRunner:
         self.superseded = True
         self._decline_questions()
 
-    def stop(self) -> None:
+    def stop(self, outcome: str = "cancelled") -> None:
         """The turn has its ending (said here or by a client): drop whatever comes after."""
+        if not self.ended:
+            self.outcome, self.duration_ms = outcome, self.duration()
         if self._flush_handle is not None:
             self._flush_handle.cancel()
             self._flush_handle = None
