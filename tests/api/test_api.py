@@ -331,7 +331,10 @@ def test_team_scoped_memberships_outlast_a_change_of_host_wide_roles(root: APICl
     ]
 
 
-def test_minting_shows_the_secret_once_then_only_the_prefix(root: APIClient, settings: Any) -> None:
+@pytest.mark.django_db(transaction=True)
+def test_minting_shows_the_secret_once_then_only_the_prefix(
+    root: APIClient, settings: Any, engine_here: None
+) -> None:
     settings.AHPD_HOST, settings.AHPD_PORT = "10.0.0.5", 9999
     person("ada")
     minted = root.post("/api/people/ada/tokens/", {"name": "ci"}, format="json")
@@ -494,7 +497,8 @@ def test_the_openapi_schema_validates_and_generates_without_warnings() -> None:
     assert not GENERATOR_STATS, (GENERATOR_STATS._warn_cache, GENERATOR_STATS._error_cache)
 
 
-def test_the_browsable_api_answers_html(root: APIClient) -> None:
+@pytest.mark.django_db(transaction=True)
+def test_the_browsable_api_answers_html(root: APIClient, engine_here: None) -> None:
     for path in ("/api/status/", "/api/people/", "/api/roles/", "/api/sessions/"):
         response = root.get(path, HTTP_ACCEPT="text/html")
         assert response.status_code == 200, path
@@ -506,7 +510,8 @@ def test_the_api_takes_json_only(root: APIClient) -> None:
     assert response.status_code == 415
 
 
-def test_a_foreign_host_header_is_400(root: APIClient) -> None:
+@pytest.mark.django_db(transaction=True)
+def test_a_foreign_host_header_is_400(root: APIClient, engine_here: None) -> None:
     assert root.get("/api/status/", HTTP_HOST="evil.example").status_code == 400
     assert root.get("/api/status/", HTTP_HOST="localhost").status_code == 200
 
