@@ -30,4 +30,4 @@ USER ahpd
 EXPOSE 9187
 HEALTHCHECK --interval=5s --timeout=4s --start-period=20s --retries=5 \
     CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:9187/healthz', timeout=3)"]
-CMD ["sh", "-c", "python manage.py migrate --verbosity 0 && python manage.py serve"]
+CMD ["sh", "-c", "python manage.py migrate --verbosity 0 && exec python manage.py serve"]

@@ -275,11 +275,23 @@ STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
 WHITENOISE_USE_FINDERS = True
 
+# AHPD_LOG_FORMAT=json: one JSON object a line, with what a record carries besides its message
+# (peer, turn, chat, ending...) as fields of its own, for a log shipper to read.
+AHPD_LOG_FORMAT = env_choice("AHPD_LOG_FORMAT", "PLAIN", ("PLAIN", "JSON")).lower()
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
+        "json": {
+            "()": "pythonjsonlogger.json.JsonFormatter",
+            "fmt": "%(asctime)s %(levelname)s %(name)s %(message)s",
+            "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger"},
+        },
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": AHPD_LOG_FORMAT},
+    },
     "loggers": {
         "ahpd": {
             "handlers": ["console"],

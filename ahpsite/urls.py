@@ -2,11 +2,13 @@ from django.contrib import admin
 from django.urls import include, path
 
 from hosts.api.health import healthz
+from hosts.api.metrics import metrics
 from hosts.edge.http_door import websocket_door
 
 urlpatterns = [
     path("", websocket_door, name="websocket-door"),
     path("healthz", healthz, name="healthz"),
+    path("metrics", metrics, name="metrics"),
     path("admin/", admin.site.urls),
     # The browsable API's own sign-in and sign-out (the admin site's takes only staff); its
     # templates name the namespace `rest_framework`, so it stands outside the API's.

@@ -32,6 +32,7 @@ from .models import (
     Team,
     Token,
 )
+from .session_admin import LiveSessionAdmin
 from .store import mint_token, validate_grants
 
 User = get_user_model()
@@ -267,7 +268,7 @@ class StoredChatInline(ReadOnly, admin.TabularInline):
 
 
 @admin.register(StoredSession)
-class StoredSessionAdmin(ReadOnly, admin.ModelAdmin):
+class StoredSessionAdmin(LiveSessionAdmin, ReadOnly, admin.ModelAdmin):
     list_display = ("uri", "title", "provider", "owner", "modified", "is_archived")
     list_filter = ("provider", "is_archived", "is_read")
     search_fields = ("uri", "title", "owner")
@@ -286,8 +287,9 @@ class StoredSessionAdmin(ReadOnly, admin.ModelAdmin):
         "is_read",
         "is_archived",
         "announced",
+        "running",
     )
-    readonly_fields = ("created", "modified")
+    readonly_fields = ("created", "modified", "running")
 
     @admin.display(description="created", ordering="created_ms")
     def created(self, session: StoredSession) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 
+from django.http import HttpRequest
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework.authentication import (
     BaseAuthentication,
@@ -61,7 +62,7 @@ class ApiUser:
         return self.principal.ref
 
 
-def bearer_token(request: Request) -> str | None:
+def bearer_token(request: Request | HttpRequest) -> str | None:
     """The credentials of an `Authorization: Bearer ...` header; None for any other."""
     scheme, _, credentials = get_authorization_header(request).decode("latin1").partition(" ")
     if scheme.lower() != "bearer":

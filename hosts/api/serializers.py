@@ -31,11 +31,37 @@ User = get_user_model()
 # -- status ----------------------------------------------------------------------------------
 
 
+class TurnsFinishedSerializer(serializers.Serializer):
+    complete = serializers.IntegerField(help_text="turns that completed")
+    cancelled = serializers.IntegerField(help_text="turns stopped")
+    error = serializers.IntegerField(help_text="turns ended in error (interrupted included)")
+
+
 class StatusSerializer(serializers.Serializer):
+    """The host's status. Every field's name is kept as it is: scripts and `ahpd status` read
+    them. Counters (connectionsOpened ... backendErrors) count from the engine's start."""
+
     host = serializers.CharField(help_text="the name root:<host> says")
     version = serializers.CharField(help_text="the server's version")
-    sessions = serializers.IntegerField(help_text="sessions the host keeps")
+    uptimeSeconds = serializers.FloatField(help_text="seconds since the engine started")  # noqa: N815
+    sessions = serializers.IntegerField(help_text="sessions the host keeps (in the database)")
+    sessionsHeld = serializers.IntegerField(help_text="sessions the engine holds")  # noqa: N815
     people = serializers.IntegerField(help_text="people the host knows")
+    connections = serializers.IntegerField(help_text="client connections open now")
+    subscriptions = serializers.IntegerField(help_text="channel subscriptions, all connections")
+    runningTurns = serializers.IntegerField(help_text="turns running now")  # noqa: N815
+    agents = serializers.ListField(
+        child=serializers.CharField(), help_text="the providers of the configured agents"
+    )
+    connectionsOpened = serializers.IntegerField(help_text="connections admitted")  # noqa: N815
+    envelopes = serializers.IntegerField(help_text="action envelopes sequenced, refusals too")
+    deliveries = serializers.IntegerField(help_text="frames sent to clients")
+    queueDrops = serializers.IntegerField(  # noqa: N815
+        help_text="clients closed for being clientQueueBytes behind"
+    )
+    turnsStarted = serializers.IntegerField(help_text="turns started")  # noqa: N815
+    turnsFinished = TurnsFinishedSerializer(help_text="turns ended, by how")  # noqa: N815
+    backendErrors = serializers.IntegerField(help_text="turns the backend failed")  # noqa: N815
     principal = serializers.CharField(help_text="who this request is: user:<id> or root:<host>")
     grants = serializers.ListField(child=serializers.CharField(), help_text="what they hold")
 

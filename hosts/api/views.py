@@ -22,7 +22,8 @@ from rest_framework.views import APIView
 from ..edge.addresses import public_base, with_token
 from ..models import Project, Role, RootConfig, StoredSession, Team, Token
 from ..store import mint_token
-from .auth import ApiUser, host_name, server_version
+from .auth import ApiUser, host_name
+from .metrics import read_figures
 from .permissions import SIGNED_IN
 from .serializers import (
     MintedTokenSerializer,
@@ -52,7 +53,9 @@ class Conflict(exceptions.APIException):
 
 
 class StatusView(APIView):
-    """The host: its name, its version, how many sessions and people it keeps; who asks."""
+    """The host now: its name, version and uptime, what it keeps, who is connected and
+    watching, the turns running and what turns came to (the figures /metrics says); who asks.
+    Any signed-in principal reads it: host-wide counts, nobody's sessions."""
 
     grants = {"GET": SIGNED_IN}
 
@@ -62,7 +65,7 @@ class StatusView(APIView):
         assert principal is not None
         data = {
             "host": host_name(),
-            "version": server_version(),
+            **read_figures().to_json(),
             "sessions": StoredSession.objects.count(),
             "people": User.objects.count(),
             "principal": principal.ref,

@@ -79,6 +79,9 @@ class AhpConsumer(AsyncConsumer):
         token = door.token_from(self.scope.get("query_string", b""), headers)
         self.router = router = await get_router()
         host = router.host
+        if host.stopping:
+            await self.send({"type": "websocket.close"})
+            return
         # The deployment's token is the deployment (root); a person's token signs the
         # connection in as that person, which is how VS Code (?tkn= only) connects as one.
         principal = None
@@ -144,6 +147,13 @@ class _SocketTransport:
             await self._consumer.base_send({"type": "websocket.send", "text": text})
 
     async def close(self, code: int, reason: str) -> None:
+        send_close_frame = getattr(self._protocol, "sendCloseFrame", None)
+        if send_close_frame is not None:
+            # autobahn's sendClose, which daphne's ASGI close calls, takes only 1000 and
+            # 3000-4999 from an application: not 1001 (going away), what a server that stops
+            # says. Its frame-level send takes any code, and still waits for the client's reply.
+            send_close_frame(code=code, reasonUtf8=reason.encode()[:123], isReply=False)
+            return
         await self._consumer.base_send({"type": "websocket.close", "code": code, "reason": reason})
 
     async def abort(self) -> None:

@@ -116,7 +116,8 @@ def build_server(
     server = DoorServer(
         application=application,
         endpoints=[f"tcp:port={port}:interface={interface}"],
-        signal_handlers=True,
+        # serve stops on SIGTERM and SIGINT itself, the engine before the reactor.
+        signal_handlers=False,
         verbosity=1,
         websocket_handshake_timeout=10,
         # A message over it (inflated, if compressed) is closed 1009; daphne's default 1 MiB

@@ -69,6 +69,12 @@ def configured_agents() -> dict[str, Agent]:
     return build_agents(configs, Path(settings.AHPD_DATA_DIR))
 
 
+def engine_started() -> bool:
+    """Whether this process's engine runs (under `serve` it always does, before the port
+    opens); a page that only reads it starts none."""
+    return _host is not None
+
+
 async def get_host() -> Host:
     """The started engine of this process."""
     return (await get_router()).host
@@ -131,7 +137,8 @@ def _engine_thread() -> asyncio.AbstractEventLoop:
 
 
 async def shutdown() -> None:
-    """Write what the engine owes the store; called as the server stops."""
+    """Stop the engine cleanly (Host.stop: running turns ended, every client closed 1001, the
+    store written); called as the server stops, on SIGTERM or SIGINT. Safe to call again."""
     global _inbox
     if _inbox is not None:
         _inbox.cancel()

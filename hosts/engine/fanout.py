@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -58,7 +58,14 @@ class Fanout:
         self._left_listeners: list[LeftListener] = []
         self._dirty: dict[Connection, None] = {}
         self._flush_wanted = asyncio.Event()
+        self._none_left = asyncio.Event()
         self._flusher: asyncio.Task[None] | None = None
+        #: What an operator reads (figures.py), counted where it happens: one addition per
+        #: envelope or per frame sent, never a pass over the watchers.
+        self.connections_opened = 0
+        self.envelopes = 0
+        self.deliveries = 0
+        self.queue_drops = 0
 
     # -- life -----------------------------------------------------------------------------
 
@@ -99,13 +106,21 @@ class Fanout:
     def connect(self, transport: Transport, peer: str) -> Connection:
         conn = Connection(transport, peer)
         self._connections.add(conn)
+        self.connections_opened += 1
         return conn
+
+    @property
+    def connections(self) -> frozenset[Connection]:
+        """The open connections, as they are now."""
+        return frozenset(self._connections)
 
     def disconnect(self, conn: Connection) -> bool:
         """Stop delivering to a connection; False when it had gone already."""
         if conn not in self._connections:
             return False
         self._connections.discard(conn)
+        if not self._connections:
+            self._none_left.set()
         conn.closed = True
         conn.outbox.clear()
         conn.outbox_bytes = 0
@@ -116,6 +131,39 @@ class Fanout:
         conn.subscriptions.clear()
         if conn.client_id is not None and watched:
             self._tell_left(conn.client_id, watched, dropped=True)
+        return True
+
+    async def close_all(self, code: int, reason: str) -> int:
+        """Hand every client what it is owed, then a close frame; nothing more goes to any.
+
+        Each connection stays open here until its socket says it is gone (`disconnect`), which
+        `all_gone` waits for. How many were closed.
+        """
+        conns = list(self._connections)
+        for conn in conns:
+            owed = list(conn.outbox)
+            conn.outbox.clear()
+            conn.outbox_bytes = 0
+            self._dirty.pop(conn, None)
+            conn.closed = True
+            try:
+                if owed and not conn.transport.write_now(owed):
+                    await conn.transport.send_batch(owed)
+                await conn.transport.close(code, reason)
+            except Exception:
+                log.warning("closing %r failed; dropping it", conn, exc_info=True)
+                self.disconnect(conn)
+        return len(conns)
+
+    async def all_gone(self, timeout: float) -> bool:
+        """Wait until no connection is left, at most `timeout` seconds; whether none is."""
+        if not self._connections:
+            return True
+        self._none_left.clear()
+        try:
+            await asyncio.wait_for(self._none_left.wait(), timeout)
+        except TimeoutError:
+            return not self._connections
         return True
 
     def subscribe(self, conn: Connection, channel: Channel) -> None:
@@ -187,6 +235,7 @@ class Fanout:
         introduced = spec.introduced_in if spec is not None else None
         needed = self._told.get(action["type"])
         self.server_seq = seq
+        self.envelopes += 1
         channel.state = state
         self.ring.append(
             Entry(
@@ -231,7 +280,7 @@ class Fanout:
         """Send a frame to one client (an answer), or drop it if it is too far behind."""
         self._queue((conn,), text)
 
-    def _queue(self, conns: Iterable[Connection], text: str) -> None:
+    def _queue(self, conns: Sequence[Connection], text: str) -> None:
         """Send one frame to each of `conns`; a client past the queue limit is dropped.
 
         The fan-out's hot path, one pass: a connection with nothing queued is written to at
@@ -241,6 +290,7 @@ class Fanout:
         size = len(text)
         limit = self.queue_limit
         dirty = self._dirty
+        self.deliveries += len(conns)
         one = [text]
         for conn in conns:
             if conn.closed:
@@ -266,6 +316,7 @@ class Fanout:
 
     def _drop_slow(self, conn: Connection, behind: int) -> None:
         """Close a client that stopped reading; it comes back with `reconnect`."""
+        self.queue_drops += 1
         log.warning(
             "closing client %s (%s): %d bytes behind, past clientQueueBytes %d",
             conn.client_id,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +38,11 @@ from .sessions import Presence, Residency, Sessions, Turns
 from .writebehind import WriteBehind
 
 log = logging.getLogger("ahpd.engine")
+connections_log = logging.getLogger("ahpd.connections")
+stop_log = logging.getLogger("ahpd.runtime")
+
+#: The close a client is sent as the host stops: RFC 6455's "going away".
+GOING_AWAY = 1001
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +71,8 @@ class HostSettings:
     #: How many agents one person's sessions may have at work at once
     #: (AHPD_AGENTS_PER_PERSON); 0 sets no cap.
     agents_per_person: int = 10
+    #: How long a stop waits for clients to answer its close frame before going on.
+    close_wait_s: float = 5.0
 
 
 class Host:
@@ -111,6 +119,9 @@ class Host:
         self._root_config_lock = asyncio.Lock()
         self._started = False
         self._start_lock = asyncio.Lock()
+        #: Set once `stop` began: the door admits nobody new.
+        self.stopping = False
+        self.started_monotonic = time.monotonic()
 
     @property
     def directory(self) -> Directory:
@@ -154,14 +165,38 @@ class Host:
             await self.sessions.restore()
             self.fanout.start()
             self.writes.start()
+            self.started_monotonic = time.monotonic()
             self._started = True
 
     async def stop(self) -> None:
-        """Let the backends go, write what is owed to the store, stop the background tasks."""
+        """Stop cleanly: end the running turns as a restart reads them back (each said to its
+        clients and written), send every client what it is owed and a close frame (1001,
+        going away), let the backends go, write what is owed to the store. Once only."""
+        if self.stopping:
+            return
+        self.stopping = True
+        stop_log.info(
+            "stopping: %d clients connected, ending the turns that run",
+            len(self.fanout.connections),
+        )
+        ended = await self.turns.interrupt_all()
+        closed = await self.fanout.close_all(GOING_AWAY, "server shutting down")
+        if not await self.fanout.all_gone(self.settings.close_wait_s):
+            stop_log.warning(
+                "%d clients did not answer the close in %.0f s",
+                len(self.fanout.connections),
+                self.settings.close_wait_s,
+            )
         await self.sessions.shutdown()
         await self.residency.drain()
         await self.writes.stop()
         self.fanout.stop()
+        stop_log.info(
+            "stopped: %d turns ended as interrupted, %d clients closed 1001, the store written",
+            ended,
+            closed,
+            extra={"turnsEnded": ended, "clientsClosed": closed},
+        )
 
     # -- connections ----------------------------------------------------------------------
 
@@ -171,11 +206,23 @@ class Host:
         """A socket the door admitted, as the person (or the deployment) its token is."""
         conn = self.fanout.connect(transport, peer)
         conn.principal = conn.door_principal = principal or self.root_principal
+        connections_log.info(
+            "connected: %s as %s",
+            peer,
+            conn.principal.ref,
+            extra={"peer": peer, "principal": conn.principal.ref},
+        )
         return conn
 
     def disconnect(self, conn: Connection) -> None:
         """The socket is gone: stop delivering to it and start the client record's clock."""
         if self.fanout.disconnect(conn):
+            connections_log.info(
+                "disconnected: %s (client %s)",
+                conn.peer,
+                conn.client_id,
+                extra={"peer": conn.peer, "client": conn.client_id},
+            )
             self.clients.gone(conn)
 
     # -- root -----------------------------------------------------------------------------

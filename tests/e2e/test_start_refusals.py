@@ -54,6 +54,7 @@ def migrated() -> Iterator[ServerProcess]:
     ("variable", "value", "named"),
     [
         ("AHPD_LOG_LEVEL", "LOUD", ("AHPD_LOG_LEVEL", "LOUD")),
+        ("AHPD_LOG_FORMAT", "xml", ("AHPD_LOG_FORMAT", "PLAIN, JSON", "xml")),
         # The rule root config's clientQueueBytes and replayBytes are pushed by.
         ("AHPD_CLIENT_QUEUE_BYTES", "10", ("AHPD_CLIENT_QUEUE_BYTES", "1048576")),
         ("AHPD_REPLAY_BYTES", "10", ("AHPD_REPLAY_BYTES", "1048576")),

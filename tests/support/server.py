@@ -61,6 +61,7 @@ class ServerProcess:
     _proc: subprocess.Popen[str] | None = None
     _database: tuple[str, str] | None = None
     _prefix: str = field(default_factory=lambda: f"ahpd-e2e-{secrets.token_hex(4)}")
+    _pump: threading.Thread | None = None
 
     def env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("AHPD_", "PYTEST"))}
@@ -124,7 +125,8 @@ class ServerProcess:
                     found.set()
             found.set()
 
-        threading.Thread(target=pump, daemon=True).start()
+        self._pump = threading.Thread(target=pump, daemon=True)
+        self._pump.start()
         deadline = time.monotonic() + timeout
         while not found.wait(0.05):
             if time.monotonic() > deadline:
@@ -144,6 +146,20 @@ class ServerProcess:
             self._proc.kill()
             self._proc.wait(5)
         self._proc = None
+
+    def terminate(self) -> None:
+        """Send SIGTERM and return at once: the caller waits for what a clean stop does."""
+        assert self._proc is not None
+        self._proc.terminate()
+
+    def wait_stopped(self, timeout: float = 30.0) -> int:
+        """Wait for the server to exit, and for all it printed to be read; its exit status."""
+        assert self._proc is not None
+        code = self._proc.wait(timeout)
+        self._proc = None
+        if self._pump is not None:
+            self._pump.join(timeout)
+        return code
 
     def kill(self) -> None:
         """Stop the server the way a crash does: no shutdown, nothing written on the way out."""

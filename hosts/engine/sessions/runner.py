@@ -20,6 +20,9 @@ from ..clock import now_ms
 
 log = logging.getLogger("ahpd.turns")
 
+#: What the operator counts a turn as, by the action that ended it.
+_OUTCOMES = {"chat/turnComplete": "complete", "chat/turnCancelled": "cancelled"}
+
 _part_numbers = itertools.count(1)
 
 
@@ -45,6 +48,12 @@ class TurnRunner:
         self.ended = False
         #: Set once a turn sent after it took its place: nobody can see its questions.
         self.superseded = False
+        #: How it ended (complete, cancelled, error), its errorType and its duration then.
+        self.outcome: str | None = None
+        self.error_type: str | None = None
+        self.duration_ms = 0
+        #: Who sent it (`user:<id>`, `root:<host>`), where known.
+        self.sender: str | None = None
         self._kind: str | None = None  # "markdown" | "reasoning" | None: the part being filled
         self._part_id: str | None = None
         self._part_opened = False
@@ -282,12 +291,14 @@ class TurnRunner:
 
     # -- the ending -----------------------------------------------------------------------
 
-    def end(self, state: str, message: str = "") -> None:
+    def end(self, state: str, message: str = "", error_type: str = "backendError") -> None:
         """Say the turn's one ending (complete, cancelled or error) unless it has one."""
         if not self.ended:
-            self.end_with(self.ending(state, message))
+            self.end_with(self.ending(state, message, error_type))
 
-    def ending(self, state: str, message: str = "") -> dict[str, Any]:
+    def ending(
+        self, state: str, message: str = "", error_type: str = "backendError"
+    ) -> dict[str, Any]:
         """The turn's ending action (complete, cancelled or error), not said yet; the text
         gathered so far is said first, so the ending is the last of the turn's actions."""
         self._close_part()
@@ -300,7 +311,7 @@ class TurnRunner:
             ending["type"] = "chat/error"
             ending["part"] = {
                 "kind": "error",
-                "error": {"errorType": "backendError", "message": message or "The turn failed."},
+                "error": {"errorType": error_type, "message": message or "The turn failed."},
             }
         return ending
 
@@ -308,8 +319,11 @@ class TurnRunner:
         """Say an ending made by `ending`, unless the turn has had one meanwhile."""
         if self.ended:
             return
+        outcome = _OUTCOMES.get(ending["type"], "error")
+        if outcome == "error":
+            self.error_type = ending["part"]["error"]["errorType"]
         self._say(ending)
-        self.stop()
+        self.stop(outcome)
 
     def supersede(self) -> None:
         """A turn sent after this one took its place in every client's state: it runs on, but
@@ -317,8 +331,10 @@ class TurnRunner:
         self.superseded = True
         self._decline_questions()
 
-    def stop(self) -> None:
+    def stop(self, outcome: str = "cancelled") -> None:
         """The turn has its ending (said here or by a client): drop whatever comes after."""
+        if not self.ended:
+            self.outcome, self.duration_ms = outcome, self.duration()
         if self._flush_handle is not None:
             self._flush_handle.cancel()
             self._flush_handle = None

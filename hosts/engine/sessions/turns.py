@@ -20,11 +20,12 @@ from ...backends.base import AgentChat, BackendError, ChatContext, TurnRequest
 from ...protocol.reducers import reduce
 from ...protocol.shapes import Origin
 from ..clock import now_ms
-from .live import LiveChat
+from .live import INTERRUPTED, LiveChat
 from .records import file_path, iso
 from .residency import Residency
 from .runner import TurnRunner
 from .table import Sessions
+from .tally import TurnTally
 
 log = logging.getLogger("ahpd.sessions")
 
@@ -42,6 +43,10 @@ class Turns:
         self._residency = residency
         self._window_ms = delta_window_ms
         self._state_dir = state_dir
+        #: What the turns came to, for the operator.
+        self.tally = TurnTally()
+        #: Set once the host is on its way out: a turn said from then on ends unrun.
+        self.closing = False
 
     # -- beginning ------------------------------------------------------------------------
 
@@ -89,8 +94,10 @@ class Turns:
             chat.runner.supersede()
             chat.replaced.append(chat.runner)
         runner = TurnRunner(chat, turn_id, started, self._window_ms)
+        runner.sender = _sender(action)
         chat.runner = runner
         self._residency.used(chat)
+        self.tally.start(session.record.provider, turn_id, chat.record.uri, runner.sender)
         text = str(action.get("message", {}).get("text", ""))
         title = None
         if not session.channel.state["title"] and not session.record.title and text.strip():
@@ -169,6 +176,9 @@ class Turns:
                 await asyncio.wait([previous])
             if runner.ended:
                 return
+            if self.closing:
+                runner.end("error", INTERRUPTED, "executionInterrupted")
+                return
             try:
                 agent_chat = await self._agent_chat(chat)
             except Exception as exc:
@@ -226,6 +236,7 @@ class Turns:
             return chat.agent_chat
 
     def _finish(self, chat: LiveChat, runner: TurnRunner, *, take_queued: bool) -> None:
+        self._count_end(chat, runner)
         if runner in chat.replaced:
             # Replaced while it ran: in no client's state and no history; nothing to keep.
             chat.replaced.remove(runner)
@@ -248,6 +259,34 @@ class Turns:
         # A stopped or failed turn leaves the queue waiting for the client's next move.
         if take_queued:
             self.take_queued(chat)
+
+    def _count_end(self, chat: LiveChat, runner: TurnRunner) -> None:
+        self.tally.end(
+            chat.session.record.provider,
+            runner.turn_id,
+            chat.record.uri,
+            runner.outcome or "cancelled",
+            runner.duration_ms / 1000,
+            error_type=runner.error_type,
+        )
+
+    async def interrupt_all(self) -> int:
+        """The host is on its way out: every running turn ends now in chat/error, as a turn the
+        last process left running reads back after a restart (executionInterrupted); then its
+        work is stopped and what it came to is written behind. How many were running."""
+        self.closing = True
+        chats = list(self._sessions.chats.values())
+        running = [chat for chat in chats if chat.busy]
+        for chat in running:
+            assert chat.runner is not None
+            chat.runner.end("error", INTERRUPTED, "executionInterrupted")
+            for replaced in chat.replaced:
+                replaced.stop()
+        tasks = [chat.task for chat in chats if chat.task is not None]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        return len(running)
 
     def _mark_unread(self, chat: LiveChat) -> None:
         """A turn's end is something new to read: the chat says unread, and a read session too."""
@@ -373,6 +412,14 @@ def _assistant_text(turn: Mapping[str, Any]) -> str:
     return "".join(
         p.get("content", "") for p in turn.get("responseParts", []) if p.get("kind") == "markdown"
     )
+
+
+def _sender(action: Mapping[str, Any]) -> str | None:
+    """Who sent a turn, as its start (or its message) names them."""
+    for meta in (action.get("_meta"), (action.get("message") or {}).get("_meta")):
+        if isinstance(meta, dict) and isinstance(meta.get("ahpd.sender"), str):
+            return str(meta["ahpd.sender"])
+    return None
 
 
 def _model(action: Mapping[str, Any]) -> str | None:

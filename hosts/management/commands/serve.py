@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import sys
 from typing import Any
 
@@ -52,7 +53,24 @@ class Command(BaseCommand):
             reactor_loop().run_until_complete(get_host())
         except DatabaseError as exc:
             raise EnvError(f"the store could not be read: {exc}") from None
-        # Let it write what it owes before the reactor stops.
+        # SIGTERM and SIGINT stop the engine first, while every socket and consumer is still
+        # up (each client is sent its close frame and answers it), and then the reactor.
+        # Twisted's own handlers would stop the reactor at once, and daphne would cancel every
+        # consumer alongside the engine's stop.
+        loop = reactor_loop()
+
+        def stop_cleanly() -> None:
+            async def stop() -> None:
+                try:
+                    await shutdown()
+                finally:
+                    reactor.stop()
+
+            loop.create_task(stop())
+
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, stop_cleanly)
+        # However else the reactor stops, the engine writes what it owes first.
         reactor.addSystemEventTrigger(
             "before", "shutdown", lambda: Deferred.fromFuture(asyncio.ensure_future(shutdown()))
         )
