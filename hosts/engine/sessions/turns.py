@@ -21,6 +21,7 @@ from ...protocol.reducers import reduce
 from ...protocol.shapes import Origin
 from ..clock import now_ms
 from .live import INTERRUPTED, LiveChat
+from .pending import PendingMessages
 from .records import file_path, iso
 from .residency import Residency
 from .runner import TurnRunner
@@ -30,7 +31,7 @@ from .tally import TurnTally
 log = logging.getLogger("ahpd.sessions")
 
 
-class Turns:
+class Turns(PendingMessages):
     def __init__(
         self,
         sessions: Sessions,
@@ -356,45 +357,6 @@ class Turns:
         agent_chat, chat.agent_chat = chat.agent_chat, None
         if agent_chat is not None:
             asyncio.get_running_loop().create_task(agent_chat.close())
-
-    # -- pending messages -----------------------------------------------------------------
-
-    def steer(self, chat: LiveChat) -> None:
-        """Hand the chat's steering message to the running turn, or run it as a turn of its own.
-
-        A backend that cannot take steering into a running turn has it run next, as a turn of
-        its own, once the running one completes.
-        """
-        held = chat.state().get("steeringMessage")
-        if not held:
-            return
-        if not chat.busy:
-            self._take(chat, "steering", held)
-            return
-        steer = getattr(chat.agent_chat, "steer", None)
-        if steer is not None and steer(str(held["message"].get("text", ""))):
-            chat.say({"type": "chat/pendingMessageRemoved", "kind": "steering", "id": held["id"]})
-
-    def drop_steering(self, chat: LiveChat) -> None:
-        held = chat.state().get("steeringMessage")
-        if held:
-            chat.say({"type": "chat/pendingMessageRemoved", "kind": "steering", "id": held["id"]})
-
-    def take_queued(self, chat: LiveChat) -> None:
-        """Steering left over, then the head of the queue, starts a turn when none runs."""
-        if chat.busy or not self._sessions.holds(chat.session):
-            return
-        held = chat.state().get("steeringMessage")
-        if held:
-            self._take(chat, "steering", held)
-            return
-        queued = chat.state().get("queuedMessages") or []
-        if queued:
-            self._take(chat, "queued", queued[0])
-
-    def _take(self, chat: LiveChat, kind: str, head: dict[str, Any]) -> None:
-        chat.say({"type": "chat/pendingMessageRemoved", "kind": kind, "id": head["id"]})
-        self.begin_message(chat, head["message"], queued_id=head["id"])
 
 
 async def _cancel(chat: str, agent_chat: AgentChat) -> None:
