@@ -2,7 +2,8 @@
 # Only what the server needs at run time is installed (requirements.txt; the test and check
 # tools are requirements-dev.txt's, and the tests are not copied in: .dockerignore).
 FROM python:3.11-slim
-ENV PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 AHPD_DATA_DIR=/data
+# The settings `serve` keeps at its first start go beside its data, not into the image's /app.
+ENV PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 AHPD_DATA_DIR=/data AHPD_ENV_FILE=/data/settings.env
 WORKDIR /app
 
 # An ACP agent to run: npm packages to install globally, with Node.js, e.g.

@@ -1,26 +1,114 @@
-"""Typed readers for the environment: every knob comes from here, each bad value named."""
+"""Typed readers for the configuration: every knob comes from here, each bad value named.
+
+A knob is read from the environment, else from the env file (`AHPD_ENV_FILE`, else `.env` at
+the checkout's root; python-dotenv's format), so the server and every management command run
+in any shell of the checkout read the same settings. The environment wins over the file.
+"""
 
 from __future__ import annotations
 
 import math
 import os
+import tempfile
 from collections.abc import Iterable
 from pathlib import Path
+
+from dotenv import dotenv_values
 
 
 class EnvError(Exception):
     """A variable holds a value the server cannot start with; the message names it."""
 
 
+#: What the env file says, under the environment; read once by `load_env_file`.
+_FILE: dict[str, str] = {}
+#: Every variable a setting was read from, in the order read: what `write_env_file` keeps.
+READ: dict[str, None] = {}
+
+
+def load_env_file(default: Path) -> Path:
+    """Read the env file (`AHPD_ENV_FILE`, else `default`) under the environment; a file that
+    does not exist says nothing (the server writes it at its first start). Its path."""
+    raw = os.environ.get("AHPD_ENV_FILE")
+    path = (Path(raw).expanduser() if raw else default).absolute()
+    _FILE.clear()
+    if path == Path(os.devnull):
+        return path  # no file: the environment alone
+    if path.is_file():
+        try:
+            values = dotenv_values(path)
+        except OSError as exc:
+            raise EnvError(f"AHPD_ENV_FILE: cannot read {str(path)!r}: {exc.strerror}") from None
+        _FILE.update({key: value for key, value in values.items() if value is not None})
+    elif path.exists():
+        raise EnvError(f"AHPD_ENV_FILE must name a file, and {str(path)!r} is not one")
+    return path
+
+
+def _raw(name: str) -> str | None:
+    READ[name] = None
+    if name in os.environ:
+        return os.environ[name]
+    return _FILE.get(name)
+
+
+def from_file() -> dict[str, str]:
+    """The env file's settings that the environment does not override."""
+    return {key: value for key, value in _FILE.items() if key not in os.environ}
+
+
+def overridden() -> list[str]:
+    """Settings the env file gives that the environment gives otherwise."""
+    return [key for key, value in _FILE.items() if os.environ.get(key, value) != value]
+
+
+#: Settings naming a path: written to the env file absolute, so any shell's cwd reads the same.
+PATH_SETTINGS = ("AHPD_DATA_DIR", "AHPD_CONFIG", "AHPD_CONNECTION_TOKEN_FILE")
+
+
+def write_env_file(path: Path) -> bool:
+    """Write the settings this process was given in its environment to `path`, 0600 (a token
+    or a database password may be among them), unless the file exists. Whether it wrote."""
+    if path.exists():
+        return False
+    lines = [
+        "# ahpd's settings, written at the server's first start with those it was given.",
+        "# The server and every `manage.py` command of this checkout read them; a variable",
+        "# set in the environment wins over the one here.",
+    ]
+    for name in READ:
+        if name not in os.environ or name == "AHPD_ENV_FILE":
+            continue
+        value = os.environ[name]
+        if name in PATH_SETTINGS and value:
+            value = str(Path(value).expanduser().absolute())
+        escaped = value.replace("\\", "\\\\").replace("'", "\\'")
+        lines.append(f"{name}='{escaped}'")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, spare = tempfile.mkstemp(dir=path.parent, prefix=".env-")  # mkstemp's file is 0600
+        with os.fdopen(fd, "w") as file:
+            file.write("\n".join(lines) + "\n")
+        try:
+            os.link(spare, path)  # of two servers starting at once, one file wins whole
+        except FileExistsError:
+            return False
+        finally:
+            os.unlink(spare)
+    except OSError as exc:
+        raise EnvError(f"AHPD_ENV_FILE: cannot write {str(path)!r}: {exc.strerror}") from None
+    return True
+
+
 def env_str(name: str, default: str | None = None) -> str | None:
-    value = os.environ.get(name)
+    value = _raw(name)
     return default if value is None or value == "" else value
 
 
 def env_int(
     name: str, default: int, *, minimum: int | None = None, maximum: int | None = None
 ) -> int:
-    raw = os.environ.get(name)
+    raw = _raw(name)
     if raw is None or raw.strip() == "":
         return default
     try:
@@ -49,7 +137,7 @@ def env_float(name: str, default: float, *, minimum: float = 0.0) -> float:
 
 def env_choice(name: str, default: str, choices: Iterable[str]) -> str:
     """One of `choices`, given in any case."""
-    raw = os.environ.get(name)
+    raw = _raw(name)
     if raw is None or raw.strip() == "":
         return default
     allowed = tuple(choices)
@@ -64,7 +152,7 @@ _FALSE = {"0", "false", "no", "off"}
 
 
 def env_bool(name: str, default: bool = False) -> bool:
-    raw = os.environ.get(name)
+    raw = _raw(name)
     if raw is None or raw.strip() == "":
         return default
     lowered = raw.strip().lower()
@@ -77,7 +165,7 @@ def env_bool(name: str, default: bool = False) -> bool:
 
 def env_dir(name: str, default: Path) -> Path:
     """A directory, created if missing; refused if it exists and is not a directory."""
-    raw = os.environ.get(name)
+    raw = _raw(name)
     path = Path(raw).expanduser() if raw else default
     if path.exists() and not path.is_dir():
         raise EnvError(f"{name} must name a directory, and {str(path)!r} is not one")
@@ -113,10 +201,13 @@ def make_private(name: str, directory: Path, files: Iterable[str]) -> None:
         raise EnvError(f"{name}: cannot make {str(directory)!r} private: {exc.strerror}") from None
 
 
-def create_private(path: Path) -> None:
+def create_private(path: Path) -> bool:
     """Create `path` empty and 0600 unless it exists (a file SQLite then opens, and whose
-    mode it gives the -wal and -shm it makes beside it)."""
+    mode it gives the -wal and -shm it makes beside it). Whether it was made here."""
     try:
-        os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        return False
     except OSError as exc:
         raise EnvError(f"cannot create {str(path)!r}: {exc.strerror}") from None
+    return True

@@ -1,4 +1,6 @@
-"""ahpd's one settings file: every knob is read from the environment by a typed helper.
+"""ahpd's one settings file: every knob is read by a typed helper from the environment, or
+else from the env file (AHPD_ENV_FILE, else `.env` at the checkout's root, which `serve`
+writes at its first start), so the server and every management command agree.
 
 A bad value stops the server at start with a message naming the variable (see manage.py).
 """
@@ -26,10 +28,13 @@ from .env import (
     env_int,
     env_str,
     env_url,
+    load_env_file,
     make_private,
 )
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+#: The env file read under the environment (it need not exist; `serve` writes it).
+AHPD_ENV_FILE = load_env_file(BASE_DIR / ".env")
 
 # -- the host --------------------------------------------------------------------------------
 
@@ -45,6 +50,7 @@ SQLITE_NAME = "ahpd.sqlite3"
 PRIVATE_FILES = (
     "secret-key",
     "connection-token",
+    "server.json",
     *(SQLITE_NAME + suffix for suffix in ("", "-wal", "-shm", "-journal")),
 )
 make_private("AHPD_DATA_DIR", AHPD_DATA_DIR, PRIVATE_FILES)
@@ -174,6 +180,9 @@ TEMPLATES = [
 ]
 
 DATABASE_URL = env_url("DATABASE_URL", ("postgres", "postgresql", "sqlite"))
+#: Whether this process made the embedded database's (empty) file: a management command that
+#: finds no database there removes it again rather than leave an empty one behind.
+SQLITE_MADE = False
 if DATABASE_URL:
     DATABASES = {
         "default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)
@@ -182,7 +191,7 @@ if DATABASE_URL:
         # An address that answers nothing is refused at start in seconds, not minutes.
         DATABASES["default"].setdefault("OPTIONS", {}).setdefault("connect_timeout", 10)
 else:
-    create_private(AHPD_DATA_DIR / SQLITE_NAME)
+    SQLITE_MADE = create_private(AHPD_DATA_DIR / SQLITE_NAME)
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",

@@ -1,21 +1,32 @@
-"""`manage.py ahpd`: people, tokens, teams, projects and roles, with output scripts can read."""
+"""`manage.py ahpd`: people, tokens, teams, projects and roles, with output scripts can read,
+ids checked as the REST API checks them, and a refusal for what would lose something."""
 
 from __future__ import annotations
 
+import argparse
 import io
 import json
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.core.management.base import BaseCommand
 
 from hosts import store
-from hosts.models import Token
+from hosts.management.commands.ahpd import Command
+from hosts.models import Project, Team, Token
 
 
 def run(*args: str) -> object:
     out = io.StringIO()
     call_command("ahpd", *args, "--json", stdout=out, stderr=io.StringIO())
     return json.loads(out.getvalue())
+
+
+def said(*args: str) -> tuple[str, str]:
+    """What a person reads: stdout and stderr, without --json."""
+    out, err = io.StringIO(), io.StringIO()
+    call_command("ahpd", *args, stdout=out, stderr=err)
+    return out.getvalue(), err.getvalue()
 
 
 @pytest.mark.django_db
@@ -40,6 +51,89 @@ def test_a_person_added_with_a_role_gets_a_token_shown_once():
 
 
 @pytest.mark.django_db
+def test_json_is_read_wherever_it_is_written():
+    out = io.StringIO()
+    call_command("ahpd", "--json", "user", "add", "ana", stdout=out)
+    assert json.loads(out.getvalue())["id"] == "ana"
+    for line in (
+        ["--json", "role", "list"],
+        ["role", "--json", "list"],
+        ["role", "list", "--json"],
+    ):
+        out = io.StringIO()
+        call_command("ahpd", *line, stdout=out)
+        assert {r["name"] for r in json.loads(out.getvalue())} >= {"admin", "member", "guest"}
+    assert said("role", "list")[0].startswith("name=admin  grants=*:*")
+
+
+@pytest.mark.django_db
+def test_a_second_token_without_a_name_is_named_by_the_command():
+    run("user", "add", "ana")
+    assert [run("user", "token", "ana")["name"] for _ in range(3)] == [
+        "default",
+        "default-2",
+        "default-3",
+    ]
+    with pytest.raises(CommandError, match="ana has a token named 'default-2' already"):
+        run("user", "token", "ana", "--name", "default-2")
+    with pytest.raises(CommandError, match="token name 'a/b'"):
+        run("user", "token", "ana", "--name", "a/b")
+
+
+@pytest.mark.django_db
+def test_tokens_are_listed_without_secrets_and_a_revoked_one_stops_working():
+    run("user", "add", "ana")
+    run("user", "add", "bo")
+    laptop = run("user", "token", "ana", "--name", "laptop")["token"]
+    run("user", "token", "bo")
+    listed = run("token", "list")
+    assert [(t["id"], t["name"]) for t in listed] == [("ana", "laptop"), ("bo", "default")]
+    assert laptop not in json.dumps(listed) and listed[0]["prefix"] == laptop[:10]
+    assert [t["name"] for t in run("token", "list", "bo")] == ["default"]
+
+    revoked = run("token", "revoke", "ana", "laptop")
+    assert revoked["revokedAt"] is not None
+    assert store.person_for_token(laptop) is None
+    assert [t["id"] for t in run("token", "list")] == ["bo"]
+    assert [t["name"] for t in run("token", "list", "ana", "--revoked")] == ["laptop"]
+    with pytest.raises(CommandError, match="ana has no token named 'phone'"):
+        run("token", "revoke", "ana", "phone")
+
+
+@pytest.mark.django_db
+def test_a_changed_role_is_what_the_next_command_is_checked_against():
+    run("user", "add", "ana", "--role", "guest")
+    token = run("user", "token", "ana")["token"]
+    assert not store.person_for_token(token).may("session:create")
+    assert run("user", "role", "ana", "member")["roles"] == ["member"]
+    assert store.person_for_token(token).may("session:create")
+    assert run("user", "role", "ana", "admin", "guest")["roles"] == ["admin", "guest"]
+    from django.contrib.auth import get_user_model
+
+    assert get_user_model().objects.get(username="ana").is_superuser
+    run("user", "role", "ana", "guest")
+    assert not get_user_model().objects.get(username="ana").is_staff
+    with pytest.raises(CommandError, match="no role 'chief'"):
+        run("user", "role", "ana", "chief")
+
+
+@pytest.mark.django_db
+def test_ids_are_checked_as_the_api_checks_them():
+    with pytest.raises(CommandError, match="person id 'bad id!': Enter a valid username"):
+        run("user", "add", "bad id!")
+    run("user", "add", "ana@example.com")
+    with pytest.raises(CommandError, match="a person has this id already"):
+        run("user", "add", "ana@example.com")
+    with pytest.raises(CommandError, match="team 'bad slug!': Enter a valid"):
+        run("team", "add", "bad slug!")
+    run("team", "add", "core")
+    with pytest.raises(CommandError, match="team 'core': team with this slug already exists"):
+        run("team", "add", "core")
+    with pytest.raises(CommandError, match="project 'a b'"):
+        run("project", "add", "a b", "--team", "core")
+
+
+@pytest.mark.django_db
 def test_teams_projects_and_roles():
     assert run("team", "add", "core", "--name", "Core") == {"slug": "core", "name": "Core"}
     assert run("project", "add", "api", "--team", "core") == {
@@ -48,11 +142,28 @@ def test_teams_projects_and_roles():
         "team": "core",
     }
     assert run("project", "list") == [{"slug": "api", "name": "", "team": "core"}]
+    assert run("team", "list") == [{"slug": "core", "name": "Core", "projects": ["api"]}]
     roles = {r["name"]: r["grants"] for r in run("role", "list")}
     assert roles["admin"] == ["*:*"]
     assert roles["guest"] == ["session:read", "automation:read"]
     assert run("project", "rm", "api") == {"slug": "api", "removed": True}
-    assert run("team", "list") == [{"slug": "core", "name": "Core"}]
+    assert run("team", "list") == [{"slug": "core", "name": "Core", "projects": []}]
+
+
+@pytest.mark.django_db
+def test_a_team_with_projects_is_removed_only_with_cascade():
+    run("team", "add", "core")
+    run("project", "add", "web", "--team", "core")
+    run("project", "add", "api", "--team", "core")
+    with pytest.raises(CommandError, match=r"team 'core' has projects \(api, web\)"):
+        run("team", "rm", "core")
+    assert Project.objects.count() == 2
+    assert run("team", "rm", "core", "--cascade") == {
+        "slug": "core",
+        "removed": True,
+        "projects": ["api", "web"],
+    }
+    assert not Team.objects.exists() and not Project.objects.exists()
 
 
 @pytest.mark.django_db
@@ -75,3 +186,36 @@ def test_unknown_names_are_refused_naming_them():
         run("team", "rm", "ghost")
     with pytest.raises(CommandError, match="no project 'ghost'"):
         run("project", "rm", "ghost")
+    with pytest.raises(CommandError, match="no person 'ghost'"):
+        run("user", "token", "ghost")
+
+
+def test_without_a_running_server_status_and_sessions_say_so(settings, tmp_path):
+    settings.AHPD_DATA_DIR = tmp_path
+    for verb in ("status", "sessions"):
+        with pytest.raises(CommandError, match="^the server is not running"):
+            run(verb)
+
+
+def _parsers(parser: argparse.ArgumentParser, path: str):
+    yield path, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _parsers(sub, f"{path} {name}")
+
+
+def test_every_noun_verb_and_argument_says_what_it_is():
+    top = Command().create_parser("manage.py", "ahpd")
+    ours = {a.dest for a in BaseCommand().create_parser("manage.py", "x")._actions}
+    seen = 0
+    for path, parser in _parsers(top, "ahpd"):
+        assert parser.description, f"{path} has no description"
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for choice in action._choices_actions:
+                    assert choice.help, f"{path} {choice.dest} has no help"
+            elif path != "ahpd" or action.dest not in ours:
+                assert action.help, f"{path} {action.dest} has no help"
+                seen += 1
+    assert seen > 30

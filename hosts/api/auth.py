@@ -16,7 +16,7 @@ from rest_framework.authentication import (
 from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.request import Request
 
-from ..edge import door
+from ..edge import control, door
 from ..engine.principal import Principal, root
 from ..store import person_for_token, person_signed_in
 
@@ -71,8 +71,9 @@ def bearer_token(request: Request | HttpRequest) -> str | None:
 
 
 def principal_for(token: str) -> Principal | None:
-    """Root for the deployment's connection token, the person for theirs, None otherwise."""
-    if door.connection_token() is not None and door.admits(token):
+    """Root for the deployment's connection token and for the server's control token (the
+    management commands', hosts/edge/control.py), the person for theirs, None otherwise."""
+    if (door.connection_token() is not None and door.admits(token)) or control.admits(token):
         return root(host_name())
     return person_for_token(token)
 

@@ -14,7 +14,7 @@ from drf_spectacular.views import (
     SpectacularSwaggerView,
 )
 
-from . import session_views, views
+from . import session_views, turn_views, views
 
 app_name = "api"
 
@@ -32,6 +32,7 @@ urlpatterns = [
     path("roles/<slug:name>/", views.RoleView.as_view(), name="role"),
     path("config/", views.ConfigView.as_view(), name="config"),
     path("sessions/", session_views.SessionsView.as_view(), name="sessions"),
+    path("turns/", turn_views.RunningTurnsView.as_view(), name="turns"),
     re_path(
         r"^sessions/(?P<uri>.+)/messages/$",
         session_views.SessionMessagesView.as_view(),

@@ -148,6 +148,15 @@ def _script(role: str, text: str, fake: FakeOpenAi) -> Iterator[Step]:
             yield {"content": f"@{time.perf_counter():.6f} "}, None
             time.sleep(float(interval or 0) / 1000)
         yield {}, "stop"
+    elif text.strip() == "hold":
+        # A turn that runs until it is stopped (the client goes away) or the fake closes:
+        # for a test that must find it running, however slow the machine.
+        n = 0
+        while not fake.closing:
+            n += 1
+            yield {"content": f"word{n} "}, None
+            time.sleep(0.05)
+        yield {}, "stop"
     elif text.strip() == "slow":
         deadline = time.monotonic() + 10
         n = 0

@@ -70,6 +70,9 @@ class ServerProcess:
                 "AHPD_PORT": "0",
                 "AHPD_HOST": "127.0.0.1",
                 "AHPD_DATA_DIR": str(self.data_dir),
+                # The settings the server keeps at its first start go here, not into the
+                # checkout's .env, which a test must neither write nor read.
+                "AHPD_ENV_FILE": str(self.env_file),
                 "PYTHONUNBUFFERED": "1",
                 "AHPD_REDIS_PREFIX": self._prefix,
             }
@@ -84,6 +87,10 @@ class ServerProcess:
             env["DATABASE_URL"] = self._database[0]
         env.update(self.env_extra)
         return env
+
+    @property
+    def env_file(self) -> Path:
+        return self.data_dir / "settings.env"
 
     @property
     def port(self) -> int:

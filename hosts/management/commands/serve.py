@@ -12,7 +12,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 from django.db import DatabaseError
 
-from ahpsite.env import EnvError
+from ahpsite.env import EnvError, overridden, write_env_file
 
 
 class Command(BaseCommand):
@@ -23,7 +23,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         from hosts.backends.config import ConfigError
         from hosts.backends.process import set_child_umask
-        from hosts.edge import door
+        from hosts.edge import control, door
         from hosts.edge.addresses import public_base, vscode_address, with_token
         from hosts.edge.daphne_server import build_server, reactor_loop
         from hosts.edge.preflight import listen_refusal, preflight
@@ -39,6 +39,7 @@ class Command(BaseCommand):
             raise EnvError(str(exc)) from None
         # The port, the database and the channel layer, before anything is started on them.
         preflight()
+        self._settings_kept()
 
         from twisted.internet import reactor
         from twisted.internet.defer import Deferred
@@ -61,6 +62,8 @@ class Command(BaseCommand):
 
         def stop_cleanly() -> None:
             async def stop() -> None:
+                # A stopping server is no longer one the commands may reach.
+                control.withdraw()
                 try:
                     await shutdown()
                 finally:
@@ -70,7 +73,9 @@ class Command(BaseCommand):
 
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, stop_cleanly)
-        # However else the reactor stops, the engine writes what it owes first.
+        # However else the reactor stops, its record goes first (a stopping server is no
+        # longer one the commands may reach) and the engine writes what it owes.
+        reactor.addSystemEventTrigger("before", "shutdown", control.withdraw)
         reactor.addSystemEventTrigger(
             "before", "shutdown", lambda: Deferred.fromFuture(asyncio.ensure_future(shutdown()))
         )
@@ -82,7 +87,14 @@ class Command(BaseCommand):
             if not server.listening_addresses:
                 return
             bound_host, bound_port = server.listening_addresses[0][:2]
-            base = public_base(str(bound_host), int(bound_port))
+            # Said once the reactor runs: daphne listens before it starts the reactor, which
+            # only then takes SIGTERM (a stop) from the default (an exit, with no shutdown).
+            reactor.callWhenRunning(announce, str(bound_host), int(bound_port))
+
+        def announce(bound_host: str, bound_port: int) -> None:
+            base = public_base(bound_host, bound_port)
+            # Where it listens and its control token, for the commands of its deployment.
+            control.publish(bound_host, bound_port, base)
             self.stdout.write(f"ahpd: serving AHP on {with_token(base, token)}")
             self.stdout.write(
                 f'ahpd: VS Code: "chat.remoteAgentHosts": [{{"address": "{vscode_address(base)}", '
@@ -92,7 +104,28 @@ class Command(BaseCommand):
             sys.stdout.flush()
 
         server = build_server(application, host, port, ready, settings.AHPD_MAX_FRAME_BYTES)
-        server.run()
+        try:
+            server.run()
+        finally:
+            control.withdraw()
         if server.listen_failure is not None:
             # Taken since the preflight bound it: refused the same way, not exited 0.
             raise EnvError(listen_refusal(host, port, server.listen_failure))
+
+    def _settings_kept(self) -> None:
+        """At the first start, keep the settings given in the env file, which the management
+        commands of this checkout read; later, say which of its settings the environment
+        overrides (a command run without them acts on the file's)."""
+        path = settings.AHPD_ENV_FILE
+        try:
+            wrote = write_env_file(path)
+        except EnvError as exc:  # a read-only checkout: serve all the same, and say so
+            self.stdout.write(f"ahpd: {exc}; manage.py reads the environment alone")
+            return
+        if wrote:
+            self.stdout.write(f"ahpd: settings kept in {path} (0600), read by manage.py here")
+        elif changed := overridden():
+            self.stdout.write(
+                f"ahpd: the environment overrides {', '.join(changed)} of {path}: a manage.py "
+                "command run without them acts on the file's settings"
+            )

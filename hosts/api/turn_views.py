@@ -1,0 +1,40 @@
+"""The turns running now: what only the engine knows (a turn runs in its memory, not in the
+database), for an operator's `manage.py ahpd sessions` and any other caller holding the grant."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from ..edge import runtime
+from ..engine.host import Host
+from ..engine.sessions.running import running_turns
+
+
+class RunningTurnSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    session = serializers.CharField(help_text="the session's URI")
+    chat = serializers.CharField(help_text="the chat's URI")
+    turnId = serializers.CharField()  # noqa: N815 (the protocol's spelling)
+    sender = serializers.CharField(allow_null=True, help_text="who sent the turn's message")
+    owner = serializers.CharField(allow_null=True, help_text="whose the session is")
+    startedAt = serializers.CharField(allow_null=True)  # noqa: N815
+    title = serializers.CharField(allow_null=True, help_text="the session's title")
+
+
+async def _running(host: Host) -> list[dict[str, Any]]:
+    return running_turns(host.sessions)
+
+
+class RunningTurnsView(APIView):
+    """The turns running now in the sessions this server holds, by session then chat."""
+
+    grants = {"GET": "session:list"}
+
+    @extend_schema(responses=RunningTurnSerializer(many=True))
+    def get(self, request: Request) -> Response:
+        return Response(runtime.call_engine(_running))

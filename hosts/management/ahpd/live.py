@@ -1,0 +1,91 @@
+"""`ahpd status` and `ahpd sessions`: the running server's own facts, asked of it (server.py).
+Neither touches the database: a server that is not running is said so in one line."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote
+
+from .server import call, listing, serving
+from .verbs import Shown, verb
+
+#: What status leaves out of its lines: who asked (the control token is root, with every grant).
+_ASKER = ("principal", "grants")
+
+
+def register(nouns: Any) -> None:
+    verb(
+        nouns,
+        "status",
+        "the running server: its URL, version, connections, running turns, agents",
+        status,
+        database=False,
+    )
+    sessions = verb(
+        nouns,
+        "sessions",
+        "sessions, whose each is and what runs in them; --cancel stops a session's turns",
+        sessions_list,
+        database=False,
+    )
+    sessions.add_argument("--running", action="store_true", help="only those with a turn running")
+    sessions.add_argument(
+        "--cancel", metavar="URI", help="stop every turn running in this session, for everyone"
+    )
+
+
+def status(options: dict[str, Any]) -> Shown:
+    record = serving()
+    answer = call("GET", "status/")
+    data = {"url": record.public, "api": record.local + "api/", "pid": record.pid, **answer}
+    lines = [f"{key}: {_said(value)}" for key, value in data.items() if key not in _ASKER]
+    return Shown(data, lines=lines)
+
+
+def _said(value: Any) -> str:
+    if isinstance(value, list):
+        return ", ".join(_said(item) for item in value) or "none"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={_said(v)}" for k, v in value.items()) or "none"
+    return str(value)
+
+
+def sessions_list(options: dict[str, Any]) -> Shown | dict[str, Any]:
+    if options["cancel"]:
+        uri = options["cancel"]
+        answer = call("POST", f"sessions/{quote(uri, safe='')}/cancel/")
+        return {"session": uri, "cancelled": answer.get("cancelled", [])}
+    running: dict[str, list[dict[str, Any]]] = {}
+    for turn in listing("turns/"):
+        running.setdefault(turn["session"], []).append(turn)
+    rows = []
+    for session in listing("sessions/"):
+        turns = running.pop(session["uri"], [])
+        if options["running"] and not turns:
+            continue
+        rows.append(_row(session["uri"], session.get("owner"), session.get("title"), turns))
+    for uri, turns in running.items():  # running, not written behind yet
+        rows.append(_row(uri, turns[0].get("owner"), turns[0].get("title"), turns))
+    lines = [
+        f"{row['uri']}  owner={row['owner'] or '-'}  title={row['title'] or '-'}  "
+        + (
+            "running: " + ", ".join(f"{t['turnId']} by {t['sender'] or '-'}" for t in row["turns"])
+            if row["turns"]
+            else "idle"
+        )
+        for row in rows
+    ]
+    return Shown(rows, lines=lines or ["no sessions" + (" running" if options["running"] else "")])
+
+
+def _row(uri: str, owner: Any, title: Any, turns: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "uri": uri,
+        "owner": owner or None,
+        "title": title or None,
+        "running": bool(turns),
+        "turns": [
+            {key: turn.get(key) for key in ("chat", "turnId", "sender", "startedAt")}
+            for turn in turns
+        ],
+    }
