@@ -12,8 +12,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from ..edge import runtime
+from ..engine.figures import every_running_turn
 from ..engine.host import Host
-from ..engine.sessions.running import running_turns
 
 
 class RunningTurnSerializer(serializers.Serializer):  # type: ignore[type-arg]
@@ -27,7 +27,7 @@ class RunningTurnSerializer(serializers.Serializer):  # type: ignore[type-arg]
 
 
 async def _running(host: Host) -> list[dict[str, Any]]:
-    return running_turns(host.sessions)
+    return every_running_turn(host)
 
 
 class RunningTurnsView(APIView):

@@ -1,6 +1,6 @@
 """What an operator reads of a running host: its figures (for /metrics and /api/status) and
-its running turns (for the admin), each read on the engine's loop in one pass, from counters
-the engine keeps where things happen (fanout.py, sessions/tally.py)."""
+its running turns (for the admin and GET /api/turns/), each read on the engine's loop in one
+pass, from counters the engine keeps where things happen (fanout.py, sessions/tally.py)."""
 
 from __future__ import annotations
 
@@ -108,6 +108,29 @@ def running_turns(host: Host, session: str) -> list[RunningTurn]:
     if live is None:
         return []
     return [_running(chat) for chat in live.chats.values() if chat.busy]
+
+
+def every_running_turn(host: Host) -> list[dict[str, Any]]:
+    """Every turn running now, by session URI then chat URI, as GET /api/turns/ says them
+    (whose session, its title) for `manage.py ahpd sessions`. Call on the engine's loop."""
+    found: list[dict[str, Any]] = []
+    for uri, live in sorted(host.sessions.sessions.items()):
+        for chat in sorted(live.chats.values(), key=lambda chat: chat.record.uri):
+            if not chat.busy:
+                continue
+            turn = _running(chat)
+            found.append(
+                {
+                    "session": uri,
+                    "chat": turn.chat,
+                    "turnId": turn.turn_id,
+                    "sender": turn.sender,
+                    "owner": live.record.owner or None,
+                    "startedAt": turn.started_at or None,
+                    "title": live.channel.state.get("title"),
+                }
+            )
+    return found
 
 
 def _running(chat: LiveChat) -> RunningTurn:
