@@ -39,6 +39,13 @@ class StoredSession(models.Model):
     owner = models.CharField(
         max_length=200, blank=True, default="", help_text="user:<id> or root:<host>"
     )
+    scope = models.CharField(
+        max_length=200,
+        blank=True,
+        default="",
+        db_index=True,
+        help_text="team:<slug> or project:<slug> it belongs to; blank for the host's own",
+    )
 
     class Meta:
         verbose_name = "session"

@@ -256,6 +256,7 @@ class SessionSerializer(serializers.ModelSerializer):
             "createdAt",
             "modifiedAt",
             "owner",
+            "scope",
             "isRead",
             "isArchived",
         ]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Prefetch
+from django.db.models import Prefetch, Q, QuerySet
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import exceptions, generics, serializers, status
 from rest_framework.request import Request
@@ -14,6 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from ..edge import runtime
+from ..engine import access
 from ..engine.principal import Principal
 from ..engine.services.calls import perform
 from ..models import StoredChat as StoredChatModel
@@ -30,6 +31,12 @@ class NewSessionSerializer(serializers.Serializer):  # type: ignore[type-arg]
     )
     config = serializers.DictField(required=False)
     message = serializers.CharField()
+    scope = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        help_text='team:<slug> or project:<slug> (one you are a member of), or "" for the host; '
+        "your primary team's or project's when left out",
+    )
 
 
 class MessageSerializer(serializers.Serializer):  # type: ignore[type-arg]
@@ -55,6 +62,9 @@ class SessionsView(generics.ListAPIView):
     serializer_class = SessionSerializer
     queryset = StoredSession.objects.order_by("-modified_ms", "uri")
 
+    def get_queryset(self) -> QuerySet[StoredSession]:
+        return readable_by(super().get_queryset(), _principal(self.request))
+
     @extend_schema(request=NewSessionSerializer, responses={201: TurnStartedSerializer})
     def post(self, request: Request) -> Response:
         data = _body(NewSessionSerializer, request)
@@ -65,6 +75,7 @@ class SessionsView(generics.ListAPIView):
             directories=data.get("workingDirectories"),
             config=data.get("config"),
             message=data["message"],
+            scope=data.get("scope"),
             method="sessions",
         )
         return Response(result, status=status.HTTP_201_CREATED)
@@ -84,7 +95,7 @@ class SessionsView(generics.ListAPIView):
 )
 class SessionView(generics.RetrieveAPIView):
     """A session by its URI (URL-encoded in the path), with its chats and their turns;
-    DELETE disposes it (its owner or an admin only)."""
+    DELETE disposes it (its owner, or who holds others:dispose where it is)."""
 
     grants = {"GET": "session:state", "DELETE": "session:dispose"}
     serializer_class = SessionDetailSerializer
@@ -98,6 +109,10 @@ class SessionView(generics.RetrieveAPIView):
         )
     )
 
+    def get_queryset(self) -> QuerySet[StoredSession]:
+        # One nobody lets them read is not found, as one that is not there.
+        return readable_by(super().get_queryset(), _principal(self.request))
+
     @extend_schema(responses={204: None})
     def delete(self, request: Request, uri: str) -> Response:
         engine_does(request, "dispose_session", uri=uri)
@@ -105,6 +120,17 @@ class SessionView(generics.RetrieveAPIView):
 
 
 # -- session work, done by the engine ---------------------------------------------------------
+
+
+def readable_by(rows: QuerySet[StoredSession], principal: Principal) -> QuerySet[StoredSession]:
+    """The sessions among `rows` that `principal` may read, as access.py decides it."""
+    readable = access.Readable(principal)
+    if readable.everything:
+        return rows
+    own = Q(owner=readable.owner)
+    if not readable.own_anywhere:
+        own &= Q(scope__in=readable.own_scopes)
+    return rows.filter(own | Q(scope__in=readable.scopes))
 
 
 def _principal(request: Request) -> Principal:

@@ -3,6 +3,7 @@ database), for an operator's `manage.py ahpd sessions` and any other caller hold
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from drf_spectacular.utils import extend_schema
@@ -12,8 +13,11 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from ..edge import runtime
+from ..engine import access
 from ..engine.figures import every_running_turn
 from ..engine.host import Host
+from ..engine.principal import Principal
+from .auth import ApiUser
 
 
 class RunningTurnSerializer(serializers.Serializer):  # type: ignore[type-arg]
@@ -26,15 +30,28 @@ class RunningTurnSerializer(serializers.Serializer):  # type: ignore[type-arg]
     title = serializers.CharField(allow_null=True, help_text="the session's title")
 
 
-async def _running(host: Host) -> list[dict[str, Any]]:
-    return every_running_turn(host)
+def _running_for(principal: Principal) -> Callable[[Host], Awaitable[list[dict[str, Any]]]]:
+    """The running turns of the sessions `principal` may read (access.py)."""
+
+    async def running(host: Host) -> list[dict[str, Any]]:
+        return [
+            turn
+            for turn in every_running_turn(host)
+            if (record := host.sessions.record_of(turn["session"])) is not None
+            and access.may_read(principal, record)
+        ]
+
+    return running
 
 
 class RunningTurnsView(APIView):
-    """The turns running now in the sessions this server holds, by session then chat."""
+    """The turns running now in the sessions this server holds that the caller may read, by
+    session then chat."""
 
     grants = {"GET": "session:list"}
 
     @extend_schema(responses=RunningTurnSerializer(many=True))
     def get(self, request: Request) -> Response:
-        return Response(runtime.call_engine(_running))
+        user = request.user
+        assert isinstance(user, ApiUser)
+        return Response(runtime.call_engine(_running_for(user.principal)))

@@ -35,11 +35,23 @@ class Layer(Protocol):
 
 
 def principal_json(principal: Principal) -> dict[str, Any]:
-    return {"ref": principal.ref, "grants": list(principal.grants), "token_id": principal.token_id}
+    return {
+        "ref": principal.ref,
+        "grants": list(principal.grants),
+        "token_id": principal.token_id,
+        "scoped": {scope: list(held) for scope, held in principal.scoped.items()},
+        "home": principal.home,
+    }
 
 
 def principal_from_json(data: dict[str, Any]) -> Principal:
-    return Principal(str(data["ref"]), tuple(data["grants"]), data.get("token_id"))
+    return Principal(
+        str(data["ref"]),
+        tuple(data["grants"]),
+        data.get("token_id"),
+        scoped={str(scope): tuple(held) for scope, held in (data.get("scoped") or {}).items()},
+        home=str(data.get("home") or ""),
+    )
 
 
 class LayerRelay:

@@ -272,9 +272,19 @@ class Fanout:
             self._queue([sender], frame)
         return seq
 
-    def notify(self, channel: Channel, method: str, params: dict[str, Any]) -> None:
-        """A protocol notification: to the channel's watchers now, never ringed or replayed."""
-        self._queue(tuple(channel.subscribers), jsonrpc.notification_frame(method, params))
+    def notify(
+        self,
+        channel: Channel,
+        method: str,
+        params: dict[str, Any],
+        to: Callable[[Connection], bool] | None = None,
+    ) -> None:
+        """A protocol notification: to the channel's watchers now (those `to` keeps, if
+        given), never ringed or replayed."""
+        watchers = tuple(channel.subscribers)
+        if to is not None:
+            watchers = tuple(conn for conn in watchers if to(conn))
+        self._queue(watchers, jsonrpc.notification_frame(method, params))
 
     def send(self, conn: Connection, text: str) -> None:
         """Send a frame to one client (an answer), or drop it if it is too far behind."""

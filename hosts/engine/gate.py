@@ -7,8 +7,11 @@ read.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..protocol.errors import ErrorCode, ProtocolError
-from . import grants
+from . import access, grants
+from .channel import Channel
 from .connection import Connection
 from .fanout import Fanout
 from .principal import ANONYMOUS, USERS_RESOURCE_METADATA, Directory, Principal
@@ -33,10 +36,24 @@ def readable(principal: Principal, kind: str) -> bool:
     return needed is None or any(principal.may(n) for n in needed)
 
 
+def no_sessions(uri: str) -> access.Owned | None:
+    return None
+
+
 class Gate:
     def __init__(self, directory: Directory, fanout: Fanout) -> None:
         self.directory = directory
         self._fanout = fanout
+        #: The session a channel is in, if any (the host's session table answers).
+        self.session_of: Callable[[str], access.Owned | None] = no_sessions
+
+    def may_watch(self, principal: Principal, channel: Channel) -> bool:
+        """Whether a principal may watch a channel: its kind, and, for a session's channels,
+        that session (access.py)."""
+        if not readable(principal, channel.kind):
+            return False
+        record = self.session_of(channel.uri) if channel.kind in ("session", "chat") else None
+        return record is None or access.may_read(principal, record)
 
     async def principal_now(self, conn: Connection) -> Principal:
         """The connection's principal with its grants read again; a revoked token signs out.
@@ -59,12 +76,16 @@ class Gate:
 
     def become(self, conn: Connection, principal: Principal) -> None:
         """The connection is now `principal`: it stops watching what that one may not read."""
-        narrowed = not set(principal.grants) >= set(conn.principal.grants)
+        before = conn.principal
+        narrowed = not set(principal.grants) >= set(before.grants) or any(
+            not set(principal.scoped.get(scope, ())) >= set(held)
+            for scope, held in before.scoped.items()
+        )
         conn.principal = principal
         if not narrowed:
             return
         for channel in list(conn.subscriptions.values()):
-            if not readable(principal, channel.kind):
+            if not self.may_watch(principal, channel):
                 self._fanout.unsubscribe(conn, channel)
 
     async def require(self, conn: Connection, needed: str, *alternatives: str) -> Principal:

@@ -56,6 +56,11 @@ SUBJECTS: dict[str, tuple[str, str, dict[str, str]]] = {
             "truncate": WRITE,
         },
     ),
+    "others": (
+        "Other people's sessions",
+        "Read, work in and dispose sessions that are someone else's (one's own need none).",
+        {"read": READ, "work": WRITE, "dispose": WRITE},
+    ),
     "terminal": (
         "Terminals",
         "Watch and drive terminals.",
@@ -125,6 +130,13 @@ BUILTIN_ROLES: dict[str, list[str]] = {
     ],
     "guest": ["session:read", "automation:read"],
 }
+#: A member who also works in, and disposes, the sessions of everyone in their scope.
+BUILTIN_ROLES["lead"] = [*BUILTIN_ROLES["member"], "others:*"]
+
+#: What a role held through a team or a project membership grants within that scope: the
+#: sessions there and what is done in them. Everything else a host serves (its files, its
+#: settings, its people) takes a role held host-wide.
+SCOPED_SUBJECTS = frozenset({"session", "chat", "others"})
 
 
 class GrantError(ValueError):

@@ -98,6 +98,7 @@ class Host:
         self.clients = Clients(settings.client_record_ttl_s)
         self.root_principal = principal_root(settings.host_name)
         self.sessions = Sessions(self.fanout, self.writes, store, agents or {})
+        self.gate.session_of = self.sessions.record_of
         self.presence = Presence(self.sessions, self.fanout, settings.presence_grace_s)
         self.residency = Residency(
             self.sessions,

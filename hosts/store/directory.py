@@ -63,11 +63,55 @@ def mint_token(user_id: str, name: str) -> MintedToken:
     return MintedToken(token, secret)
 
 
-def grants_of(user_id: int) -> tuple[str, ...]:
-    grants: list[str] = []
-    for membership in Membership.objects.filter(user_id=user_id).select_related("role"):
-        grants.extend(membership.role.grants)
-    return tuple(dict.fromkeys(grants))
+@dataclass(frozen=True)
+class Held:
+    """What a person holds: host-wide, and within each team or project they are a member of
+    (a team's roles reach its projects), and the scope their sessions are made in."""
+
+    grants: tuple[str, ...]
+    scoped: dict[str, tuple[str, ...]]
+    home: str
+
+
+def held_by(user_id: int) -> Held:
+    host: list[str] = []
+    scoped: dict[str, list[str]] = {}
+    home, first = "", ""
+    memberships = Membership.objects.filter(user_id=user_id).select_related(
+        "role", "team", "project"
+    )
+    for membership in memberships.order_by("-primary", "pk"):
+        if membership.project is not None:
+            scope = f"project:{membership.project.slug}"
+            reach = [scope]
+        elif membership.team is not None:
+            scope = f"team:{membership.team.slug}"
+            projects = membership.team.projects.values_list("slug", flat=True)
+            reach = [scope, *(f"project:{slug}" for slug in projects)]
+        else:
+            host.extend(membership.role.grants)
+            continue
+        for key in reach:
+            scoped.setdefault(key, []).extend(membership.role.grants)
+        first = first or scope
+        if membership.primary and not home:
+            home = scope
+    return Held(
+        tuple(dict.fromkeys(host)),
+        {scope: tuple(dict.fromkeys(grants)) for scope, grants in scoped.items()},
+        home or first,
+    )
+
+
+def _principal(user: AbstractBaseUser, token_id: int | None, *extra: str) -> Principal:
+    held = held_by(user.pk)
+    return Principal(
+        ref=f"user:{user.get_username()}",
+        grants=(*extra, *held.grants),
+        token_id=token_id,
+        scoped=held.scoped,
+        home=held.home,
+    )
 
 
 def person_for_token(secret: str) -> Principal | None:
@@ -80,18 +124,13 @@ def person_for_token(secret: str) -> Principal | None:
     if token is None:
         return None
     Token.objects.filter(pk=token.pk).update(last_used_at=timezone.now())
-    return Principal(
-        ref=f"user:{token.user.username}", grants=grants_of(token.user_id), token_id=token.pk
-    )
+    return _principal(token.user, token.pk)
 
 
 def person_signed_in(user: AbstractBaseUser) -> Principal:
     """A person signed in to the admin site, as the API sees them: their grants now, and every
     grant for a superuser (who may already do anything through the admin)."""
-    grants = grants_of(user.pk)
-    if getattr(user, "is_superuser", False):
-        grants = ("*:*", *grants)
-    return Principal(ref=f"user:{user.get_username()}", grants=grants)
+    return _principal(user, None, *(("*:*",) if getattr(user, "is_superuser", False) else ()))
 
 
 def refresh(principal: Principal) -> Principal | None:
@@ -105,7 +144,7 @@ def refresh(principal: Principal) -> Principal | None:
     )
     if token is None:
         return None
-    return Principal(ref=principal.ref, grants=grants_of(token.user_id), token_id=token.pk)
+    return _principal(token.user, token.pk)
 
 
 class DjangoDirectory:

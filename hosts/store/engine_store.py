@@ -83,6 +83,7 @@ _SESSION_FIELDS = (
     "announced",
     "chats",
     "owner",
+    "scope",
 )
 _CHAT_FIELDS = ("title", "created_ms", "backend_id", "is_read", "is_archived", "draft")
 

@@ -1,7 +1,8 @@
 """dispatchAction: the pipeline a client's action goes through before anybody sees it.
 
 Known type, and one a client may send -> its rule's grant -> a target this host knows (or the
-rule's answer for one it does not) -> the action's shape -> the rule's effect. A refusal is an
+rule's answer for one it does not) -> whose session the target is in (access.py) -> the
+action's shape -> the rule's effect. A refusal is an
 envelope too: the next serverSeq, a rejectionReason, and no state change. The rules are
 rules/; the shapes hosts/protocol/validation.py.
 """
@@ -18,6 +19,7 @@ from ...protocol.errors import ProtocolError, invalid_params
 from ...protocol.shapes import Origin
 from ...protocol.uris import canonical
 from ...protocol.validation import action_problem, required_int, required_str
+from .. import access
 from ..channel import Channel
 from ..connection import Connection
 from ..host import Host
@@ -74,6 +76,11 @@ async def dispatch_action(host: Host, conn: Connection, params: dict[str, Any]) 
         return _unknown_target(host, rule, spec, uri, action, caller, refuse)
     if target.kind != spec.channel_kind:
         return refuse(f"{action_type} is not an action of {target.uri}")
+    # In a session, whose it is decides too (access.py).
+    record = host.sessions.record_of(target.uri) if needed is not None else None
+    if record is not None and needed is not None:
+        if (reason := access.refusal(caller.principal, record, needed)) is not None:
+            return refuse(reason)
     reason = action_problem(action)
     if reason is not None:
         return refuse(reason)

@@ -37,10 +37,11 @@ def _replayable(host: Host, conn: Connection, entry: Entry, watched: set[str]) -
     if entry.channel in watched:
         return True
     channel = host.fanout.channel(entry.channel)
+    if channel is not None:
+        return host.gate.may_watch(principal, channel)
     # A channel gone since is read as its scheme names it; a scheme the protocol does not
     # define names a session (sessions alone live under a scheme a client chose).
-    kind = channel.kind if channel is not None else (kind_of(entry.channel) or "session")
-    return readable(principal, kind)
+    return readable(principal, kind_of(entry.channel) or "session")
 
 
 def _snapshot_bytes(host: Host, channels: list[Channel]) -> int:
@@ -116,7 +117,7 @@ async def initialize(host: Host, conn: Connection, params: dict[str, Any]) -> di
     for uri in subscriptions:
         await host.sessions.wake(uri)
         channel = host.fanout.channel(uri)
-        if channel is None or not readable(conn.principal, channel.kind):
+        if channel is None or not host.gate.may_watch(conn.principal, channel):
             continue
         host.fanout.subscribe(conn, channel)
         snapshots.append(host.snapshot(conn, channel))
@@ -155,7 +156,7 @@ async def reconnect(host: Host, conn: Connection, params: dict[str, Any]) -> dic
     for uri in subscriptions:
         await host.sessions.wake(uri)
         channel = host.fanout.channel(uri)
-        if channel is None or not readable(conn.principal, channel.kind):
+        if channel is None or not host.gate.may_watch(conn.principal, channel):
             missing.append(uri)
         else:
             found.append(channel)

@@ -24,11 +24,18 @@ async def create_session(host: Host, conn: Connection, params: dict[str, Any]) -
         directories=params.get("workingDirectories"),
         config=params.get("config"),
         active_client=params.get("activeClient"),
+        scope=_named_scope(params),
         derived_chat_uri=conn.legacy_vscode_chat_uris,
     )
     # A client answered that its session is made reads it back after a crash.
     await host.writes.flush()
     return None
+
+
+def _named_scope(params: dict[str, Any]) -> Any:
+    """The scope a createSession names, under `_meta['ahpd.scope']` (AHP has no such field)."""
+    meta = params.get("_meta")
+    return meta.get("ahpd.scope") if isinstance(meta, dict) else None
 
 
 dispose_session = on_channel("disposeSession", do_dispose_session)
@@ -48,7 +55,7 @@ async def list_sessions(host: Host, conn: Connection, params: dict[str, Any]) ->
     if limit is not None:
         limit = positive_int(limit, "listSessions", "limit")
     # Pages only when asked: neither client that connects here reads nextCursor.
-    items, more = host.sessions.listing(after, limit)
+    items, more = host.sessions.listing(after, limit, reader=conn.principal)
     result: dict[str, Any] = {"items": items}
     if more is not None:
         result["nextCursor"] = encode_cursor(more)

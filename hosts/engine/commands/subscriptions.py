@@ -6,7 +6,7 @@ from typing import Any
 
 from ...protocol.errors import ErrorCode, ProtocolError
 from ...protocol.validation import required_str
-from .. import grants
+from .. import access, grants
 from ..connection import Connection
 from ..host import Host
 
@@ -18,7 +18,11 @@ async def subscribe(host: Host, conn: Connection, params: dict[str, Any]) -> dic
         raise ProtocolError(ErrorCode.SESSION_NOT_FOUND, f"Resource not found: {uri}")
     needed = grants.SUBSCRIBE.get(channel.kind)
     if needed is not None:
-        await host.gate.require(conn, *needed)
+        principal = await host.gate.require(conn, *needed)
+        # A session's channels are read only by whom that session lets read it.
+        record = host.sessions.record_of(channel.uri)
+        if record is not None:
+            access.require(principal, record, access.READ_SESSION)
     host.fanout.subscribe(conn, channel)
     # The automations catalogue is answered under the spelling the client used; the root is
     # answered as ahp-root:// whatever spelling asked for it.

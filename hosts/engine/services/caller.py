@@ -11,9 +11,10 @@ from typing import Any
 
 from ...protocol.errors import ErrorCode, ProtocolError
 from ...protocol.shapes import Origin
+from .. import access
 from ..channel import Channel
 from ..connection import Connection
-from ..gate import denied, require
+from ..gate import require
 from ..host import Host
 from ..principal import Principal
 from ..sessions import LiveChat, LiveSession
@@ -27,8 +28,13 @@ class Caller:
     sender: Connection | None = None
 
     def may(self, needed: str) -> None:
-        """-32009 unless the caller holds `needed`."""
+        """-32009 unless the caller holds `needed` (anywhere it can be used)."""
         require(self.principal, needed)
+
+    def may_in(self, session: LiveSession, needed: str) -> None:
+        """-32009 unless the caller may do `needed` in `session`, whose it is and where
+        (access.py)."""
+        access.require(self.principal, session.record, needed)
 
     def say(self, host: Host, channel: Channel, action: dict[str, Any]) -> None:
         """Say an action as this caller asked it: a dispatch's with its origin."""
@@ -67,11 +73,3 @@ def chat_of(host: Host, uri: str) -> LiveChat:
     if chat is None:
         raise ProtocolError(ErrorCode.SESSION_NOT_FOUND, f"Resource not found: {uri}")
     return chat
-
-
-def owner_or_admin(caller: Caller, session: LiveSession, needed: str) -> None:
-    """Only the session's owner or an admin may do what cannot be undone (dispose it)."""
-    owner = session.record.owner
-    principal = caller.principal
-    if owner and owner != principal.ref and not principal.admin:
-        raise denied(principal, needed, f": {session.record.uri} is {owner}'s")

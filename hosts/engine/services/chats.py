@@ -29,12 +29,13 @@ def do_create_chat(
     """
     caller.may("chat:create")
     session = session_of(host, session_uri)
+    caller.may_in(session, "chat:create")
     if not uri.startswith("ahp-chat:"):
         raise invalid_params(f"Chat URI must use the ahp-chat scheme: {uri}")
     checked_uri(uri, "createChat: chat")
     if message is not None:
         # A first message is a message sent: it needs what any other does.
-        caller.may("chat:send")
+        caller.may_in(session, "chat:send")
         if (reason := user_message_problem(message, "createChat: initialMessage")) is not None:
             raise invalid_params(reason)
     if uri == session.record.default_chat:
@@ -87,4 +88,5 @@ async def do_dispose_chat(host: Host, caller: Caller, uri: str) -> None:
     chat = host.sessions.chat(uri)
     if chat is None or chat.is_default:
         return
+    caller.may_in(chat.session, "chat:dispose")
     await host.sessions.remove_chat(chat)

@@ -19,7 +19,8 @@ def do_set_flag(
 
     Why it cannot be taken (a default chat is archived with its session), or None.
     """
-    caller.may(f"{'session' if isinstance(target, LiveSession) else 'chat'}:mark")
+    session = target if isinstance(target, LiveSession) else target.session
+    caller.may_in(session, f"{'session' if isinstance(target, LiveSession) else 'chat'}:mark")
     if isinstance(target, LiveChat) and key == "isArchived" and target.is_default:
         return "Only a known independently manageable non-default chat can be archived."
     caller.say(host, target.channel, action)

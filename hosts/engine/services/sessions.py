@@ -10,10 +10,12 @@ from typing import Any
 from ...protocol import validation
 from ...protocol.errors import ErrorCode, ProtocolError, invalid_params
 from ...protocol.uris import kind_of
+from .. import access
+from ..gate import denied
 from ..host import Host
 from ..sessions import LiveSession
 from ..sessions.records import derived_default_chat_uri
-from .caller import Caller, owner_or_admin, session_of, user_message
+from .caller import Caller, session_of, user_message
 from .turns import room_for_agent
 
 
@@ -62,17 +64,23 @@ def do_create_session(
     config: Any = None,
     active_client: Any = None,
     message: Any = None,
+    scope: Any = None,
     derived_chat_uri: bool = False,
     method: str = "createSession",
 ) -> Created:
     """A session of the caller's, at the URI the client chose (or a fresh one), with its
-    default chat; a first message (REST) starts its first turn there.
+    default chat, in the scope named (one the caller is a member of) or their home scope; a
+    first message (REST) starts its first turn there.
 
     Asked again for a URI it holds with the same provider, nothing is made.
     """
     caller.may("session:create")
     if message is not None:
         caller.may("chat:send")
+    scope = access.creation_scope(caller.principal, scope, method)
+    for needed in ("session:create", "chat:send") if message is not None else ("session:create",):
+        if not caller.principal.may_in(scope, needed):
+            raise denied(caller.principal, needed, f" (in {scope or 'the host'})")
     if uri is not None and (kind_of(uri) not in (None, "session") or ":" not in uri):
         raise invalid_params(f"{method}: {uri} cannot name a session")
     if uri is not None:
@@ -93,6 +101,7 @@ def do_create_session(
     uri = uri or f"ahp-session:/{uuid.uuid4()}"
     existing = host.sessions.session(uri)
     if existing is not None and existing.record.provider == provider:
+        caller.may_in(existing, "session:create")
         return Created(existing)
     if existing is not None or host.sessions.taken(uri):
         raise ProtocolError(ErrorCode.SESSION_ALREADY_EXISTS, f"Session already exists: {uri}")
@@ -106,6 +115,7 @@ def do_create_session(
         dirs,
         values,
         active_client,
+        scope=scope,
         derived_chat_uri=derived_chat_uri,
     )
     if message is None:
@@ -115,8 +125,9 @@ def do_create_session(
 
 
 async def do_dispose_session(host: Host, caller: Caller, uri: str) -> None:
-    """Dispose a session and every chat it holds; only its owner or an admin may."""
+    """Dispose a session and every chat it holds: its owner may, and who holds
+    others:dispose where it is (access.py)."""
     caller.may("session:dispose")
     session = session_of(host, uri)
-    owner_or_admin(caller, session, "session:dispose")
+    caller.may_in(session, "session:dispose")
     await host.sessions.dispose(session)

@@ -27,7 +27,7 @@ def do_start_turn(host: Host, caller: Caller, chat: LiveChat, action: dict[str, 
     A turn sent while another runs is taken: it replaces the running one in every client's
     state and runs once the work in front of it is done.
     """
-    caller.may("chat:send")
+    caller.may_in(chat.session, "chat:send")
     room_for_agent(host, chat.session.record.owner, chat.session.record.provider, chat)
     return host.turns.begin(chat, action, origin=caller.origin, sender=caller.sender)
 
@@ -37,7 +37,7 @@ def do_send_message(
 ) -> str:
     """A message the caller sends to a chat starts a turn there (a Message, or a plain text
     from the REST API); its turn's id."""
-    caller.may("chat:send")
+    caller.may_in(chat.session, "chat:send")
     if isinstance(message, str):
         if (reason := text_message_problem(message)) is not None:
             raise invalid_params(reason)
@@ -56,6 +56,7 @@ def do_send_to_session(
     """A message to a session's chat (its default one unless named)."""
     caller.may("chat:send")
     session = session_of(host, uri)
+    caller.may_in(session, "chat:send")
     chat = session.chats.get(chat_uri or session.record.default_chat)
     if chat is None:
         raise ProtocolError(ErrorCode.NOT_FOUND, f"No chat {chat_uri} in {uri}")
@@ -68,7 +69,7 @@ def do_cancel_turn(host: Host, caller: Caller, chat: LiveChat, *, said: bool = F
 
     `said`: the caller's own chat/turnCancelled has been said already.
     """
-    caller.may("chat:cancel")
+    caller.may_in(chat.session, "chat:cancel")
     return host.turns.stop(chat, said=said)
 
 
@@ -76,6 +77,7 @@ async def do_cancel_session(host: Host, caller: Caller, uri: str) -> dict[str, A
     """Stop every turn running in a session, each stop committed before it is said."""
     caller.may("chat:cancel")
     session = session_of(host, uri)
+    caller.may_in(session, "chat:cancel")
     stopped = [
         turn_id
         for chat in list(session.chats.values())

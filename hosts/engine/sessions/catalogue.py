@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 import binascii
 from bisect import bisect_left, insort
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 Key = tuple[int, str]
 
@@ -51,13 +51,22 @@ class Catalogue:
         if at < len(self._keys) and self._keys[at] == key:
             del self._keys[at]
 
-    def page(self, after: Key | None, limit: int | None) -> tuple[list[str], Key | None]:
-        """URIs newest first, after the cursor's key; and the key to go on from, if more."""
-        end = len(self._keys) if after is None else bisect_left(self._keys, after)
-        start = 0 if limit is None else max(0, end - limit)
-        uris = [uri for _, uri in reversed(self._keys[start:end])]
-        more = start > 0
-        return uris, (self._keys[start] if more else None)
+    def page(
+        self, after: Key | None, limit: int | None, keep: Callable[[str], bool] | None = None
+    ) -> tuple[list[str], Key | None]:
+        """URIs newest first, after the cursor's key, of those `keep` keeps (all, if None);
+        and the key to go on from, if more."""
+        keys = self._keys
+        at = len(keys) if after is None else bisect_left(keys, after)
+        if keep is None:
+            start = 0 if limit is None else max(0, at - limit)
+            return [uri for _, uri in reversed(keys[start:at])], (keys[start] if start else None)
+        uris: list[str] = []
+        while at > 0 and (limit is None or len(uris) < limit):
+            at -= 1
+            if keep(keys[at][1]):
+                uris.append(keys[at][1])
+        return uris, (keys[at] if at > 0 else None)
 
     def __iter__(self) -> Iterator[str]:
         return (uri for _, uri in reversed(self._keys))

@@ -7,6 +7,7 @@ a record is what the store keeps, written behind.
 from __future__ import annotations
 
 import asyncio
+import logging
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +18,8 @@ from ..channel import Channel
 from ..fanout import Fanout
 from .records import ChatRecord, SessionRecord
 from .runner import TurnRunner
+
+log = logging.getLogger("ahpd.sessions")
 
 INTERRUPTED = "The agent was interrupted before this request finished."
 
@@ -159,3 +162,27 @@ def _settled(part: Any) -> Any:
         return part
     call = part.get("toolCall")
     return {**part, "toolCall": skipped(call)} if isinstance(call, dict) else part
+
+
+async def close_chat(chat: LiveChat, *, cancel: bool) -> None:
+    """Let a chat's backend go; with `cancel`, its running turn ends as a stop first."""
+    if chat.sleep_timer is not None:
+        chat.sleep_timer.cancel()
+        chat.sleep_timer = None
+    if cancel:
+        # A turn another replaced is in no client's state: it stops without a word.
+        for replaced in chat.replaced:
+            replaced.stop()
+        chat.replaced.clear()
+        if chat.runner is not None:
+            chat.runner.end("cancelled")
+    if chat.agent_chat is not None:
+        agent_chat, chat.agent_chat = chat.agent_chat, None
+        try:
+            if cancel:
+                await agent_chat.cancel()
+            await agent_chat.close()
+        except Exception:
+            log.exception("closing the backend of %s failed", chat.record.uri)
+    if chat.task is not None and cancel:
+        chat.task.cancel()

@@ -78,6 +78,8 @@ class SessionRecord:
     chats: list[str] = field(default_factory=list)
     #: Whose session it is: `user:<id>` or `root:<host>`.
     owner: str = ""
+    #: The team or project it belongs to (`team:<slug>`, `project:<slug>`); "" the host's.
+    scope: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return kept_fields(self)

@@ -9,20 +9,21 @@ a record is what the store keeps. Turns are run by `turns.Turns`, presence by
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Mapping
 from typing import Any
 
 from ...backends.base import Agent
 from ...protocol.shapes import SessionSummary
 from ...protocol.uris import ROOT_URI
+from .. import access
 from ..channel import Channel
 from ..clock import now_ms
 from ..fanout import Fanout
 from ..ports import Store
+from ..principal import Principal
 from ..writebehind import WriteBehind
 from .catalogue import Catalogue, Key
-from .live import LiveChat, LiveSession, interrupted
+from .live import LiveChat, LiveSession, close_chat, interrupted
 from .records import (
     ChatRecord,
     SessionRecord,
@@ -34,8 +35,6 @@ from .records import (
     status_bits,
 )
 from .rows import session_row
-
-log = logging.getLogger("ahpd.sessions")
 
 EMPTY_CONFIG_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 
@@ -62,6 +61,17 @@ class Sessions:
 
     def chat(self, uri: str) -> LiveChat | None:
         return self.chats.get(uri)
+
+    def record_of(self, uri: str) -> SessionRecord | None:
+        """The record of the session a session's or a chat's URI is in (whose, and where)."""
+        session = self.sessions.get(uri)
+        if session is None:
+            chat = self.chats.get(uri)
+            if chat is not None:
+                session = chat.session
+            elif (dormant := self.dormant.get(uri)) is not None:
+                session = self.sessions.get(dormant.session)
+        return session.record if session is not None else None
 
     def taken(self, uri: str) -> bool:
         """Whether a URI names something here already: an open channel or a dormant chat."""
@@ -152,10 +162,18 @@ class Sessions:
         self.chats[chat.record.uri] = chat
 
     def listing(
-        self, after: Key | None = None, limit: int | None = None
+        self, after: Key | None = None, limit: int | None = None, reader: Principal | None = None
     ) -> tuple[list[SessionSummary], Key | None]:
-        """A page of announced sessions' rows, newest first, and the key to go on from."""
-        uris, more = self.catalogue.page(after, limit)
+        """A page of announced sessions' rows, newest first (those `reader` may read, where
+        one is named), and the key to go on from."""
+        keep = None
+        if reader is not None:
+            sessions = self.sessions
+
+            def keep(uri: str) -> bool:
+                return access.may_read(reader, sessions[uri].record)
+
+        uris, more = self.catalogue.page(after, limit, keep)
         return [session_row(self.sessions[uri]) for uri in uris], more
 
     # -- making and ending ----------------------------------------------------------------
@@ -169,6 +187,7 @@ class Sessions:
         config: dict[str, Any],
         active_client: dict[str, Any] | None,
         *,
+        scope: str = "",
         derived_chat_uri: bool = False,
     ) -> LiveSession:
         """A fresh session and its default chat (a derived chat URI for an older VS Code)."""
@@ -184,6 +203,7 @@ class Sessions:
             config=config,
             chats=[chat_uri],
             owner=owner,
+            scope=scope,
         )
         session = self._open(record, [ChatRecord(chat_uri, uri, created)])
         if active_client is not None:
@@ -255,7 +275,7 @@ class Sessions:
         if not fresh or not self.holds(session):
             return
         self.catalogue.put(session.record.uri, session.record.modified_ms)
-        self._notify_root("root/sessionAdded", {"summary": session_row(session)})
+        self._notify_root("root/sessionAdded", session.record, {"summary": session_row(session)})
 
     async def dispose(self, session: LiveSession) -> None:
         if not self.holds(session):
@@ -272,7 +292,9 @@ class Sessions:
             self.fanout.close(chat.record.uri)
         self.fanout.close(session.record.uri)
         if session.record.announced:
-            self._notify_root("root/sessionRemoved", {"session": session.record.uri})
+            self._notify_root(
+                "root/sessionRemoved", session.record, {"session": session.record.uri}
+            )
         self.update_active_count()
         uri = session.record.uri
         self.writes.later(f"session:{uri}", lambda: self.store.delete_session(uri))
@@ -300,7 +322,9 @@ class Sessions:
             summary = session_row(session)
             changes = {k: summary[k] for k in ("title", "status", "modifiedAt", "chats")}
             self._notify_root(
-                "root/sessionSummaryChanged", {"session": session.record.uri, "changes": changes}
+                "root/sessionSummaryChanged",
+                session.record,
+                {"session": session.record.uri, "changes": changes},
             )
 
     def chat_row_moved(self, chat: LiveChat) -> None:
@@ -333,8 +357,14 @@ class Sessions:
         assert root is not None, "the root channel opens before any session"
         return root
 
-    def _notify_root(self, method: str, params: dict[str, Any]) -> None:
-        self.fanout.notify(self._root(), method, {"channel": ROOT_URI, **params})
+    def _notify_root(self, method: str, record: SessionRecord, params: dict[str, Any]) -> None:
+        """Tell the root's watchers of a session, those who may read it (access.py)."""
+        self.fanout.notify(
+            self._root(),
+            method,
+            {"channel": ROOT_URI, **params},
+            to=lambda conn: access.may_read(conn.principal, record),
+        )
 
     # -- kept -----------------------------------------------------------------------------
 
@@ -357,27 +387,3 @@ class Sessions:
 
 def _chat_modified(chat: ChatRecord, session: SessionRecord) -> int:
     return session.modified_ms if chat.turns or chat.turn_count else chat.created_ms
-
-
-async def close_chat(chat: LiveChat, *, cancel: bool) -> None:
-    """Let a chat's backend go; with `cancel`, its running turn ends as a stop first."""
-    if chat.sleep_timer is not None:
-        chat.sleep_timer.cancel()
-        chat.sleep_timer = None
-    if cancel:
-        # A turn another replaced is in no client's state: it stops without a word.
-        for replaced in chat.replaced:
-            replaced.stop()
-        chat.replaced.clear()
-        if chat.runner is not None:
-            chat.runner.end("cancelled")
-    if chat.agent_chat is not None:
-        agent_chat, chat.agent_chat = chat.agent_chat, None
-        try:
-            if cancel:
-                await agent_chat.cancel()
-            await agent_chat.close()
-        except Exception:
-            log.exception("closing the backend of %s failed", chat.record.uri)
-    if chat.task is not None and cancel:
-        chat.task.cancel()
