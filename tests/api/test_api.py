@@ -465,6 +465,7 @@ def test_sessions_most_recently_modified_first(root: APIClient) -> None:
         "createdAt": "1970-01-01T00:00:01.000Z",
         "modifiedAt": "1970-01-01T00:00:05.000Z",
         "owner": "user:ada",
+        "scope": "",
         "isRead": False,
         "isArchived": False,
     }

@@ -25,7 +25,7 @@ async def test_a_host_that_is_not_a_loopback_name_is_refused_403(server, host):
 
 async def test_the_refusal_is_logged_as_a_warning_naming_the_host(server):
     await refused(server, host="rebound-name.example", token=None)
-    assert any("WARNING" in line and "rebound-name.example" in line for line in server.output)
+    assert server.wait_output(lambda line: "WARNING" in line and "rebound-name.example" in line)
 
 
 @pytest.mark.parametrize(

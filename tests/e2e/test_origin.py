@@ -42,8 +42,8 @@ async def test_a_foreign_web_origin_is_refused_403_even_with_the_token(server, o
 
 async def test_the_refusal_is_logged_as_a_warning_naming_the_origin(server):
     await refused(server, origin="http://named-in-the-log.example")
-    assert any(
-        "WARNING" in line and "http://named-in-the-log.example" in line for line in server.output
+    assert server.wait_output(
+        lambda line: "WARNING" in line and "http://named-in-the-log.example" in line
     )
 
 

@@ -18,6 +18,7 @@ import tempfile
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -58,6 +59,8 @@ class ServerProcess:
     data_dir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="ahpd-e2e-")))
     url: str = ""
     output: deque[str] = field(default_factory=lambda: deque(maxlen=2000))
+    #: Told each time a line of output arrives.
+    _said: threading.Condition = field(default_factory=threading.Condition, repr=False)
     _proc: subprocess.Popen[str] | None = None
     _database: tuple[str, str] | None = None
     _prefix: str = field(default_factory=lambda: f"ahpd-e2e-{secrets.token_hex(4)}")
@@ -125,7 +128,9 @@ class ServerProcess:
         def pump() -> None:
             assert self._proc is not None and self._proc.stdout is not None
             for line in self._proc.stdout:
-                self.output.append(line.rstrip("\n"))
+                with self._said:
+                    self.output.append(line.rstrip("\n"))
+                    self._said.notify_all()
                 match = URL_LINE.search(line)
                 if match and not found.is_set():
                     self.url = match.group(1)
@@ -187,6 +192,12 @@ class ServerProcess:
             _drop_database(os.environ["DATABASE_URL"], self._database[1])
             self._database = None
         shutil.rmtree(self.data_dir, ignore_errors=True)
+
+    def wait_output(self, found: Callable[[str], bool], timeout: float = 10.0) -> bool:
+        """Whether a line `found` accepts is printed, waiting up to `timeout` for it (the
+        server's output reaches here a moment after what it answered)."""
+        with self._said:
+            return self._said.wait_for(lambda: any(found(line) for line in self.output), timeout)
 
     def log_text(self) -> str:
         return "\n".join(self.output)
