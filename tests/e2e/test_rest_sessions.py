@@ -7,8 +7,6 @@ import json
 import subprocess
 import sys
 import tempfile
-import urllib.error
-import urllib.request
 import uuid
 from pathlib import Path
 from urllib.parse import quote
@@ -17,7 +15,8 @@ import pytest
 
 from tests.e2e.test_sessions import ended
 from tests.support.agents import server_with_local_agent
-from tests.support.server import REPO, TOKEN
+from tests.support.rest import call
+from tests.support.server import REPO
 
 
 @pytest.fixture(scope="module")
@@ -30,21 +29,6 @@ def workdir():
 def server():
     with server_with_local_agent() as process:
         yield process
-
-
-def call(server, method: str, path: str, token: str = TOKEN, body: dict | None = None):
-    request = urllib.request.Request(
-        server.base.replace("ws://", "http://") + "api/" + path,
-        method=method,
-        data=json.dumps(body).encode() if body is not None else None,
-        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=60) as response:
-            text = response.read()
-            return response.status, json.loads(text) if text else None
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read() or b"null")
 
 
 def person(server, role: str) -> str:

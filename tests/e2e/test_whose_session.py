@@ -13,8 +13,6 @@ import json
 import subprocess
 import sys
 import tempfile
-import urllib.error
-import urllib.request
 import uuid
 from pathlib import Path
 from urllib.parse import quote
@@ -24,6 +22,7 @@ import pytest
 from tests.e2e.test_sessions import run_turn
 from tests.support.agents import server_with_local_agent
 from tests.support.client import Client, RpcError
+from tests.support.rest import call
 from tests.support.server import REPO, ServerProcess
 
 ROOT = "ahp-root://"
@@ -148,22 +147,6 @@ def holds_write(person: str, index: int) -> bool:
     return role != "guest" and where in reach
 
 
-def rest(server: ServerProcess, method: str, path: str, token: str, body=None):
-    """(status, JSON body) of an API call."""
-    request = urllib.request.Request(
-        server.base.replace("ws://", "http://") + "api/" + path,
-        method=method,
-        data=json.dumps(body).encode() if body is not None else None,
-        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=60) as response:
-            text = response.read()
-            return response.status, json.loads(text) if text else None
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read())
-
-
 @pytest.mark.parametrize("person", sorted(MATRIX))
 async def test_the_matrix_on_the_socket(server, connect, tokens, sessions, person):
     client = await signed_in(server, connect, tokens[person])
@@ -244,7 +227,7 @@ async def test_a_session_is_made_where_its_owner_belongs(server, connect, tokens
             )
         assert refused.value.code == -32602 and words in refused.value.message, scope
     uri, _ = await made(pia, workdir)
-    status, body = rest(server, "GET", f"sessions/{quote(uri, safe='')}/", tokens["pia"])
+    status, body = call(server, "GET", f"sessions/{quote(uri, safe='')}/", tokens["pia"])
     assert status == 200 and body["scope"] == "project:web" and body["owner"] == "user:pia"
 
 
@@ -294,22 +277,22 @@ async def test_a_reconnect_resumes_only_what_the_person_may_read(server, connect
 def test_rest_lists_and_reads_only_what_a_person_may_read(server, tokens, sessions):
     uris = [uri for uri, _ in sessions["sessions"]]
     for person, may in MATRIX.items():
-        status, body = rest(server, "GET", "sessions/", tokens[person])
+        status, body = call(server, "GET", "sessions/", tokens[person])
         assert status == 200, person
         listed = {row["uri"] for row in body}
         for uri, can in zip(uris, may, strict=True):
             assert (uri in listed) is ("r" in can), (person, uri)
-            status, _ = rest(server, "GET", f"sessions/{quote(uri, safe='')}/", tokens[person])
+            status, _ = call(server, "GET", f"sessions/{quote(uri, safe='')}/", tokens[person])
             assert status == (200 if "r" in can else 404), (person, uri)
 
 
 def test_rest_refuses_work_in_another_persons_session(server, tokens, sessions):
     (alpha, _), _, (host, _) = sessions["sessions"]
     path = f"sessions/{quote(alpha, safe='')}/messages/"
-    status, body = rest(server, "POST", path, tokens["mia"], {"message": "hi"})
+    status, body = call(server, "POST", path, tokens["mia"], {"message": "hi"})
     assert status == 403
     assert body["detail"].startswith("user:mia may not others:work here")
-    status, body = rest(server, "DELETE", f"sessions/{quote(host, safe='')}/", tokens["gil"])
+    status, body = call(server, "DELETE", f"sessions/{quote(host, safe='')}/", tokens["gil"])
     assert status == 403 and "session:dispose" in body["detail"]
-    status, body = rest(server, "POST", path, tokens["lea"], {"message": "from the lead"})
+    status, body = call(server, "POST", path, tokens["lea"], {"message": "from the lead"})
     assert status == 202 and body["chat"]
