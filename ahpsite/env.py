@@ -63,7 +63,7 @@ def overridden() -> list[str]:
 
 
 #: Settings naming a path: written to the env file absolute, so any shell's cwd reads the same.
-PATH_SETTINGS = ("AHPD_DATA_DIR", "AHPD_CONFIG", "AHPD_CONNECTION_TOKEN_FILE")
+PATH_SETTINGS = ("AHPD_DATA_DIR", "AHPD_CONFIG", "AHPD_CONNECTION_TOKEN_FILE", "AHPD_PATHS")
 
 
 def write_env_file(path: Path) -> bool:
@@ -81,7 +81,9 @@ def write_env_file(path: Path) -> bool:
             continue
         value = os.environ[name]
         if name in PATH_SETTINGS and value:
-            value = str(Path(value).expanduser().absolute())
+            value = os.pathsep.join(
+                str(Path(part).expanduser().absolute()) for part in value.split(os.pathsep)
+            )
         escaped = value.replace("\\", "\\\\").replace("'", "\\'")
         lines.append(f"{name}='{escaped}'")
     try:
@@ -174,6 +176,26 @@ def env_dir(name: str, default: Path) -> Path:
     except OSError as exc:
         raise EnvError(f"{name}: cannot create {str(path)!r}: {exc.strerror}") from None
     return path.resolve()
+
+
+def env_dirs(name: str, default: Path) -> list[Path]:
+    """Directories that must exist, separated by the platform's path separator (`:`), each
+    once, in the order given; refused naming the first that is not a directory."""
+    raw = _raw(name)
+    if not raw:
+        return [default.resolve()]
+    paths: list[Path] = []
+    for part in raw.split(os.pathsep):
+        if not part.strip():
+            continue
+        path = Path(part.strip()).expanduser().resolve()
+        if not path.is_dir():
+            raise EnvError(f"{name}: {part.strip()!r} is not a directory")
+        if path not in paths:
+            paths.append(path)
+    if not paths:
+        raise EnvError(f"{name} names no directory")
+    return paths
 
 
 def env_url(name: str, schemes: tuple[str, ...]) -> str | None:

@@ -24,6 +24,7 @@ from .env import (
     env_bool,
     env_choice,
     env_dir,
+    env_dirs,
     env_float,
     env_int,
     env_str,
@@ -97,6 +98,14 @@ AHPD_SLEEP_AFTER_MINUTES = env_float("AHPD_SLEEP_AFTER_MINUTES", 30.0)
 AHPD_SESSION_RESIDENCY_LIMIT = env_int("AHPD_SESSION_RESIDENCY_LIMIT", 10, minimum=0)
 #: How many agents one person's sessions may have at work at once; 0 sets no cap.
 AHPD_AGENTS_PER_PERSON = env_int("AHPD_AGENTS_PER_PERSON", 10, minimum=0)
+
+# The folders this host serves over the resource methods, and where sessions may work: the
+# first is where a session goes when it names none (initialize's defaultDirectory).
+AHPD_PATHS = env_dirs("AHPD_PATHS", Path.cwd())
+# A resourceRead over this many bytes is refused, naming the limit (0: no limit).
+AHPD_RESOURCE_READ_LIMIT_BYTES = env_int(
+    "AHPD_RESOURCE_READ_LIMIT_BYTES", 32 * 1024 * 1024, minimum=0
+)
 #: The operator's agents (a JSON file; see hosts/backends/config.py).
 AHPD_CONFIG = env_str("AHPD_CONFIG")
 if AHPD_CONFIG and not Path(AHPD_CONFIG).expanduser().is_file():

@@ -57,6 +57,14 @@ def host_settings() -> HostSettings:
         sleep_after_s=settings.AHPD_SLEEP_AFTER_MINUTES * 60,
         session_residency_limit=settings.AHPD_SESSION_RESIDENCY_LIMIT,
         agents_per_person=settings.AHPD_AGENTS_PER_PERSON,
+        served_paths=tuple(settings.AHPD_PATHS),
+        resource_read_limit=settings.AHPD_RESOURCE_READ_LIMIT_BYTES,
+        # Settings files hold secrets (a token, the secret key) and may lie in a served folder.
+        private_paths=tuple(
+            Path(path).expanduser()
+            for path in (settings.AHPD_ENV_FILE, settings.AHPD_CONNECTION_TOKEN_FILE)
+            if path
+        ),
     )
 
 

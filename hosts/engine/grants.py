@@ -80,8 +80,18 @@ SUBJECTS: dict[str, tuple[str, str, dict[str, str]]] = {
     ),
     "file": (
         "Files",
-        "Read and write the files the host serves.",
-        {"read": READ, "list": READ, "write": WRITE, "delete": WRITE},
+        "Read and write the files of the folders the host serves (AHPD_PATHS).",
+        {
+            "get": READ,
+            "list": READ,
+            "resolve": READ,
+            "watch": READ,
+            "put": WRITE,
+            "delete": WRITE,
+            "mkdir": WRITE,
+            "move": WRITE,
+            "copy": WRITE,
+        },
     ),
     "config": (
         "Configuration",
@@ -128,7 +138,7 @@ BUILTIN_ROLES: dict[str, list[str]] = {
         "file:write",
         "trust:push",
     ],
-    "guest": ["session:read", "automation:read"],
+    "guest": ["session:read", "automation:read", "file:read"],
 }
 #: A member who also works in, and disposes, the sessions of everyone in their scope.
 BUILTIN_ROLES["lead"] = [*BUILTIN_ROLES["member"], "others:*"]

@@ -34,6 +34,7 @@ from .placement import HereOnly, Placement, Relay
 from .ports import Store, Transport
 from .principal import USERS_RESOURCE_METADATA, Directory, NoDirectory, Principal
 from .principal import root as principal_root
+from .resources.served import Served
 from .sessions import Presence, Residency, Sessions, Turns
 from .writebehind import WriteBehind
 
@@ -73,6 +74,13 @@ class HostSettings:
     agents_per_person: int = 10
     #: How long a stop waits for clients to answer its close frame before going on.
     close_wait_s: float = 5.0
+    #: The folders served (AHPD_PATHS); none: the directory the server started in.
+    served_paths: tuple[Path, ...] = ()
+    #: A resourceRead over this many bytes is refused (AHPD_RESOURCE_READ_LIMIT_BYTES).
+    resource_read_limit: int = 32 * root_config.MIB
+    #: What is never served, wherever it lies (the env file, a token file); the state
+    #: directory never is either.
+    private_paths: tuple[Path, ...] = ()
 
 
 class Host:
@@ -99,6 +107,14 @@ class Host:
         self.root_principal = principal_root(settings.host_name)
         self.sessions = Sessions(self.fanout, self.writes, store, agents or {})
         self.gate.session_of = self.sessions.record_of
+        #: What of the disk this host serves; never its own data directory.
+        self.served = Served(
+            settings.served_paths or (Path.cwd(),),
+            private=(
+                *settings.private_paths,
+                *((settings.state_dir,) if settings.state_dir is not None else ()),
+            ),
+        )
         self.presence = Presence(self.sessions, self.fanout, settings.presence_grace_s)
         self.residency = Residency(
             self.sessions,

@@ -52,6 +52,45 @@ def required_int(params: Mapping[str, Any], method: str, name: str) -> int:
     return int(value)
 
 
+def optional_bool(
+    params: Mapping[str, Any], method: str, name: str, *, default: bool = False
+) -> bool:
+    """A flag a client may leave out (`default`)."""
+    value = params.get(name)
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise invalid_params(f"{method}: {name} must be true or false")
+    return value
+
+
+def optional_str(params: Mapping[str, Any], method: str, name: str) -> str | None:
+    value = params.get(name)
+    if value is not None and not isinstance(value, str):
+        raise invalid_params(f"{method}: {name} must be a string")
+    return value
+
+
+def optional_choice(
+    params: Mapping[str, Any], method: str, name: str, choices: tuple[str, ...]
+) -> str | None:
+    """One of `choices`, or None when left out."""
+    value = params.get(name)
+    if value is not None and value not in choices:
+        raise invalid_params(f"{method}: {name} must be one of {', '.join(choices)}")
+    return value
+
+
+def optional_offset(params: Mapping[str, Any], method: str, name: str) -> int:
+    """A byte offset a client may leave out (0): an integer from 0 to 2^53 - 1."""
+    if params.get(name) is None:
+        return 0
+    value = required_int(params, method, name)
+    if value < 0:
+        raise invalid_params(f"{method}: {name} must not be negative")
+    return value
+
+
 def checked_uri(uri: str, what: str) -> str:
     """A URI naming a session or a chat this host will keep: one the store can key."""
     if len(uri) > MAX_URI_LENGTH:

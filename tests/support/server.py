@@ -78,6 +78,9 @@ class ServerProcess:
                 "AHPD_ENV_FILE": str(self.env_file),
                 "PYTHONUNBUFFERED": "1",
                 "AHPD_REDIS_PREFIX": self._prefix,
+                # Sessions work in temporary folders: the checkout and the temporary
+                # directory are served (the data directory inside it never is).
+                "AHPD_PATHS": os.pathsep.join((str(REPO), tempfile.gettempdir())),
             }
         )
         env.pop("DJANGO_SETTINGS_MODULE", None)

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..connection import Connection
 from ..host import Host
-from . import chats, dispatch, handshake, sessions, subscriptions
+from . import chats, dispatch, handshake, resources, sessions, subscriptions
 
 Handler = Callable[[Host, Connection, dict[str, Any]], Awaitable[Any]]
 
@@ -44,4 +44,13 @@ COMMANDS: dict[str, Command] = {
     "createChat": Command(chats.create_chat, FRESH),
     "disposeChat": Command(chats.dispose_chat, FRESH),
     "completions": Command(chats.completions, "chat:send"),
+    "resourceRead": Command(resources.resource_read, "file:get"),
+    "resourceList": Command(resources.resource_list, "file:list"),
+    "resourceResolve": Command(resources.resource_resolve, "file:resolve"),
+    "resourceRequest": Command(resources.resource_request, "file:resolve"),
+    "resourceWrite": Command(resources.resource_write, "file:put"),
+    "resourceMkdir": Command(resources.resource_mkdir, "file:mkdir"),
+    "resourceDelete": Command(resources.resource_delete, "file:delete"),
+    "resourceCopy": Command(resources.resource_copy, "file:copy"),
+    "resourceMove": Command(resources.resource_move, "file:move"),
 }

@@ -127,6 +127,9 @@ async def initialize(host: Host, conn: Connection, params: dict[str, Any]) -> di
         "serverSeq": host.fanout.server_seq,
         "snapshots": snapshots,
         "serverInfo": {"name": host.settings.server_name, "version": host.settings.server_version},
+        "defaultDirectory": host.served.default.as_uri(),
+        # Without them VS Code never asks for completions: `/` commands, `@` files, `#` refs.
+        "completionTriggerCharacters": ["/", "@", "#"],
     }
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from ...protocol import validation
@@ -94,8 +93,11 @@ def do_create_session(
     values = config_values(host, provider, config, method)
     client_id = caller.sender.client_id if caller.sender is not None else None
     active_client = validation.active_client(active_client, method, client_id)
-    # The server's own folder where none is named.
-    dirs = validation.working_directories(directories, method) or [Path.cwd().resolve().as_uri()]
+    # Inside a served folder (AHPD_PATHS); the first one where none is named.
+    dirs = [
+        host.served.folder_of(uri, method).as_uri()
+        for uri in validation.working_directories(directories, method)
+    ] or [host.served.default.as_uri()]
     if message is not None and (reason := validation.text_message_problem(message)) is not None:
         raise invalid_params(reason)
     uri = uri or f"ahp-session:/{uuid.uuid4()}"

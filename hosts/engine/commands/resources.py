@@ -1,0 +1,144 @@
+"""The resource family a client asks of this host: the `file:` URIs of the served folders.
+
+Each command checks its params, finds the path inside the fence (resources/served.py, -32009
+`Permission denied: <uri>` outside it), and runs the file work off the event loop every client
+shares (resources/files.py). What each needs is in the command table (`file:get` ...).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from ...protocol.errors import invalid_params
+from ...protocol.validation import (
+    optional_bool,
+    optional_choice,
+    optional_offset,
+    optional_str,
+    required_str,
+)
+from ..connection import Connection
+from ..host import Host
+from ..resources import files
+from ..resources.served import permission_denied
+
+log = logging.getLogger("ahpd.engine")
+
+ENCODINGS = ("base64", "utf-8")
+WRITE_MODES = ("truncate", "append", "insert")
+
+
+async def resource_read(host: Host, conn: Connection, params: dict[str, Any]) -> dict[str, Any]:
+    uri = required_str(params, "resourceRead", "uri")
+    encoding = optional_choice(params, "resourceRead", "encoding", ENCODINGS)
+    path = host.served.path_of(uri, "resourceRead")
+    limit = host.settings.resource_read_limit
+    return await asyncio.to_thread(files.read, path, uri, encoding, limit)
+
+
+async def resource_write(host: Host, conn: Connection, params: dict[str, Any]) -> dict[str, Any]:
+    method = "resourceWrite"
+    uri = required_str(params, method, "uri")
+    data = required_str(params, method, "data")
+    encoding = optional_choice(params, method, "encoding", ENCODINGS)
+    if encoding is None:
+        raise invalid_params(f"{method}: encoding is required: base64 or utf-8")
+    mode = optional_choice(params, method, "mode", WRITE_MODES) or "truncate"
+    position = optional_offset(params, method, "position")
+    create_only = optional_bool(params, method, "createOnly")
+    if_match = optional_str(params, method, "ifMatch")
+    content = files.decoded(data, encoding)
+    path = host.served.path_of(uri, method)
+    await asyncio.to_thread(
+        files.write,
+        path,
+        uri,
+        content,
+        create_only=create_only,
+        mode=mode,
+        position=position,
+        if_match=if_match,
+    )
+    return {}
+
+
+async def resource_list(host: Host, conn: Connection, params: dict[str, Any]) -> dict[str, Any]:
+    uri = required_str(params, "resourceList", "uri")
+    path = host.served.path_of(uri, "resourceList")
+
+    def shown(child: Path) -> bool:
+        # What the fence keeps out is not listed either (a link leading out, the data dir).
+        return host.served.holds(Path(os.path.realpath(child)))
+
+    return await asyncio.to_thread(files.listing, path, uri, shown)
+
+
+async def resource_resolve(host: Host, conn: Connection, params: dict[str, Any]) -> dict[str, Any]:
+    uri = required_str(params, "resourceResolve", "uri")
+    follow = optional_bool(params, "resourceResolve", "followSymlinks", default=True)
+    path = host.served.path_of(uri, "resourceResolve", follow=follow)
+    canonical = path.as_uri() if follow else uri
+    return await asyncio.to_thread(files.resolve, path, uri, canonical)
+
+
+async def resource_mkdir(host: Host, conn: Connection, params: dict[str, Any]) -> dict[str, Any]:
+    uri = required_str(params, "resourceMkdir", "uri")
+    path = host.served.path_of(uri, "resourceMkdir")
+    await asyncio.to_thread(files.mkdir, path, uri)
+    return {}
+
+
+async def resource_delete(host: Host, conn: Connection, params: dict[str, Any]) -> dict[str, Any]:
+    uri = required_str(params, "resourceDelete", "uri")
+    recursive = optional_bool(params, "resourceDelete", "recursive")
+    path = _not_a_root(host, uri, "resourceDelete")
+    await asyncio.to_thread(files.delete, path, uri, recursive=recursive)
+    return {}
+
+
+async def resource_copy(host: Host, conn: Connection, params: dict[str, Any]) -> dict[str, Any]:
+    return await _copy_or_move(host, params, "resourceCopy", move=False)
+
+
+async def resource_move(host: Host, conn: Connection, params: dict[str, Any]) -> dict[str, Any]:
+    return await _copy_or_move(host, params, "resourceMove", move=True)
+
+
+async def _copy_or_move(
+    host: Host, params: dict[str, Any], method: str, *, move: bool
+) -> dict[str, Any]:
+    source_uri = required_str(params, method, "source")
+    target_uri = required_str(params, method, "destination")
+    fail = optional_bool(params, method, "failIfExists")
+    source = (
+        _not_a_root(host, source_uri, method)
+        if move
+        else host.served.path_of(source_uri, method, follow=False)
+    )
+    target = _not_a_root(host, target_uri, method)
+    await asyncio.to_thread(
+        files.copy_or_move, source, target, (source_uri, target_uri), move=move, fail=fail
+    )
+    return {}
+
+
+async def resource_request(host: Host, conn: Connection, params: dict[str, Any]) -> dict[str, Any]:
+    """Answered yes, as the reference answers it: it withholds nothing the operations that
+    follow do not check again, inside the fence."""
+    uri = required_str(params, "resourceRequest", "uri")
+    write = optional_bool(params, "resourceRequest", "write")
+    log.info("%s asked for %s access to %s", conn.principal.ref, "write" if write else "read", uri)
+    return {}
+
+
+def _not_a_root(host: Host, uri: str, method: str) -> Path:
+    """The path of a URI that is no served folder itself (which nothing deletes, moves or
+    overwrites); the link itself, where it is one."""
+    path = host.served.path_of(uri, method, follow=False)
+    if host.served.is_root(path) or host.served.is_root(Path(os.path.realpath(path))):
+        raise permission_denied(uri)
+    return path

@@ -1,0 +1,1 @@
+"""What of the server's disk this host serves (served.py) and the `file:` store (files.py)."""
