@@ -23,7 +23,7 @@ from ..models import (
     Team,
     Token,
 )
-from ..store import validate_grants
+from ..store import set_host_roles, validate_grants
 
 User = get_user_model()
 
@@ -109,16 +109,6 @@ class RolesField(serializers.Field):
         return {"roles": [roles[name] for name in dict.fromkeys(data)]}
 
 
-def set_roles(user: Any, roles: list[Role]) -> None:
-    """Make the person's host-wide memberships exactly `roles`; team and project ones stay."""
-    kept = Membership.objects.filter(user=user, team__isnull=True, project__isnull=True)
-    kept.exclude(role__in=roles).delete()
-    held = set(kept.values_list("role_id", flat=True))
-    Membership.objects.bulk_create(
-        [Membership(user=user, role=role) for role in roles if role.pk not in held]
-    )
-
-
 class PersonSerializer(serializers.ModelSerializer):
     id = serializers.CharField(
         source="username",
@@ -136,7 +126,8 @@ class PersonSerializer(serializers.ModelSerializer):
         model = User
         fields = ["id", "email", "is_active", "roles", "memberships"]
 
-    # Saving writes the person and their host-wide memberships: together, or neither.
+    # Saving writes the person and their host-wide memberships: together, or neither; their
+    # admin-site rights follow the roles (store.set_host_roles), as through `ahpd` and the admin.
 
     @transaction.atomic
     def create(self, validated_data: dict[str, Any]) -> Any:
@@ -144,7 +135,7 @@ class PersonSerializer(serializers.ModelSerializer):
         user = User(**validated_data)
         user.set_unusable_password()
         user.save()
-        set_roles(user, roles)
+        set_host_roles(user, roles)
         return user
 
     @transaction.atomic
@@ -155,7 +146,7 @@ class PersonSerializer(serializers.ModelSerializer):
         roles = validated_data.pop("roles", None)
         user = super().update(instance, validated_data)
         if roles is not None:
-            set_roles(user, roles)
+            set_host_roles(user, roles)
         return user
 
 

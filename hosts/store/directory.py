@@ -63,6 +63,14 @@ def mint_token(user_id: str, name: str) -> MintedToken:
     return MintedToken(token, secret)
 
 
+def revoke_token(token: Token) -> None:
+    """Revoke a token: it stops working on the next request or command. Revoking one already
+    revoked keeps the first moment."""
+    if token.revoked_at is None:
+        token.revoked_at = timezone.now()
+        token.save(update_fields=["revoked_at"])
+
+
 def grants_of(user_id: int) -> tuple[str, ...]:
     grants: list[str] = []
     for membership in Membership.objects.filter(user_id=user_id).select_related("role"):
