@@ -19,7 +19,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
-from .api.views import ws_url
+from .api.people_views import ws_url
 from .engine.sessions.records import iso
 from .models import (
     Membership,

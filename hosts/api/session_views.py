@@ -5,8 +5,10 @@ method, the grant it needs; the engine checks it again, with ownership, in its s
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote
 
 from django.db.models import Prefetch
+from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import exceptions, generics, serializers, status
 from rest_framework.request import Request
@@ -20,6 +22,8 @@ from ..models import StoredChat as StoredChatModel
 from ..models import StoredSession, StoredTurn
 from ..protocol.errors import ErrorCode, ProtocolError
 from .auth import ApiUser
+from .created import created
+from .filters import SessionFilter
 from .serializers import SessionDetailSerializer, SessionSerializer
 
 
@@ -54,6 +58,7 @@ class SessionsView(generics.ListAPIView):
     grants = {"GET": "session:list", "POST": "session:create"}
     serializer_class = SessionSerializer
     queryset = StoredSession.objects.order_by("-modified_ms", "uri")
+    filterset_class = SessionFilter
 
     @extend_schema(request=NewSessionSerializer, responses={201: TurnStartedSerializer})
     def post(self, request: Request) -> Response:
@@ -67,7 +72,9 @@ class SessionsView(generics.ListAPIView):
             message=data["message"],
             method="sessions",
         )
-        return Response(result, status=status.HTTP_201_CREATED)
+        return created(
+            request, result, reverse("api:sessions") + quote(result["uri"], safe="") + "/"
+        )
 
 
 @extend_schema_view(

@@ -5,11 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import extend_schema
-from rest_framework import serializers
+from rest_framework import generics, serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from ..edge import runtime
 from ..engine.figures import every_running_turn
@@ -30,11 +28,16 @@ async def _running(host: Host) -> list[dict[str, Any]]:
     return every_running_turn(host)
 
 
-class RunningTurnsView(APIView):
+class RunningTurnsView(generics.ListAPIView):
     """The turns running now in the sessions this server holds, by session then chat."""
 
     grants = {"GET": "session:list"}
+    serializer_class = RunningTurnSerializer
+    # The rows are the engine's, not the database's: nothing to filter, and no queryset (the
+    # schema's generator reads a view's queryset, and must not start an engine to do it).
+    filter_backends: list[Any] = []
 
-    @extend_schema(responses=RunningTurnSerializer(many=True))
-    def get(self, request: Request) -> Response:
-        return Response(runtime.call_engine(_running))
+    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        # Read once, in one step on the engine's loop: the count and the page agree.
+        page = self.paginate_queryset(runtime.call_engine(_running))
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)
