@@ -15,3 +15,9 @@ urlpatterns = [
     path("api/auth/", include("rest_framework.urls")),
     path("api/", include("hosts.api.urls")),
 ]
+
+# What fails before a view answers, or escapes one: JSON under /api/, Django's pages elsewhere.
+handler400 = "hosts.api.errors.bad_request"
+handler403 = "hosts.api.errors.permission_denied"
+handler404 = "hosts.api.errors.page_not_found"
+handler500 = "hosts.api.errors.server_error"

@@ -19,7 +19,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
-from .api.views import ws_url
+from .api.people_views import ws_url
 from .engine.sessions.records import iso
 from .models import (
     Membership,
@@ -33,7 +33,7 @@ from .models import (
     Token,
 )
 from .session_admin import LiveSessionAdmin
-from .store import mint_token, validate_grants
+from .store import mint_token, sync_admin_site, validate_grants
 
 User = get_user_model()
 
@@ -72,14 +72,21 @@ if admin.site.is_registered(User):
 
 @admin.register(User)
 class PersonAdmin(UserAdmin):
+    """A person. Staff and superuser status are not ticked here: they follow the admin role,
+    held through the memberships below, as they do through the REST API and `ahpd`."""
+
     inlines = (MembershipInline, TokenInline)
-    readonly_fields = ("mint_link",)
+    readonly_fields = ("mint_link", "is_staff", "is_superuser")
 
     def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
         fieldsets = super().get_fieldsets(request, obj)
         if obj is None:
             return fieldsets
         return [*fieldsets, ("Tokens", {"fields": ("mint_link",)})]
+
+    def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
+        super().save_related(request, form, formsets, change)
+        sync_admin_site(form.instance)
 
     @admin.display(description="new token")
     def mint_link(self, obj: Any) -> str:

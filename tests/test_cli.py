@@ -145,7 +145,7 @@ def test_teams_projects_and_roles():
     assert run("team", "list") == [{"slug": "core", "name": "Core", "projects": ["api"]}]
     roles = {r["name"]: r["grants"] for r in run("role", "list")}
     assert roles["admin"] == ["*:*"]
-    assert roles["guest"] == ["session:read", "automation:read"]
+    assert roles["guest"] == ["session:read", "automation:read", "file:read"]
     assert run("project", "rm", "api") == {"slug": "api", "removed": True}
     assert run("team", "list") == [{"slug": "core", "name": "Core", "projects": []}]
 
@@ -219,3 +219,40 @@ def test_every_noun_verb_and_argument_says_what_it_is():
                 assert action.help, f"{path} {action.dest} has no help"
                 seen += 1
     assert seen > 30
+
+
+@pytest.mark.django_db
+def test_a_listing_read_from_the_server_follows_its_pages(monkeypatch, settings):
+    """`ahpd sessions` reads GET /api/sessions/ page by page, by each page's `next`."""
+    from rest_framework.test import APIClient
+
+    from hosts.api import pages
+    from hosts.edge import door
+    from hosts.edge.control import Running
+    from hosts.management.ahpd import server
+    from hosts.models import StoredSession
+
+    settings.AHPD_CONNECTION_TOKEN, settings.AHPD_CONNECTION_TOKEN_FILE = "root", None
+    door.connection_token.cache_clear()
+    record = Running(1, "here", "http://testserver/", "ws://testserver/", "root")
+    monkeypatch.setattr(server, "serving", lambda: record)
+    asked: list[str] = []
+
+    def get(record, method, url, body):
+        asked.append(url)
+        api = APIClient()
+        api.credentials(HTTP_AUTHORIZATION=f"Bearer {record.control}")
+        return api.get(url).json()
+
+    monkeypatch.setattr(server, "_request", get)
+    monkeypatch.setattr(pages.Pages, "default_limit", 2)
+    StoredSession.objects.bulk_create(
+        StoredSession(uri=f"ahp-session:/{n}", provider="p", created_ms=n, modified_ms=n)
+        for n in range(5)
+    )
+    try:
+        found = server.listing("sessions/")
+    finally:
+        door.connection_token.cache_clear()
+    assert [row["uri"] for row in found] == [f"ahp-session:/{n}" for n in (4, 3, 2, 1, 0)]
+    assert len(asked) == 3

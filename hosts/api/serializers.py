@@ -23,9 +23,32 @@ from ..models import (
     Team,
     Token,
 )
-from ..store import validate_grants
+from ..store import set_host_roles, validate_grants
 
 User = get_user_model()
+
+
+class KnownFieldsOnly(serializers.Serializer):  # type: ignore[type-arg]
+    """A body naming a field the serializer does not have is refused, naming it: a misspelt
+    field (or one in snake_case, the API's casing before camelCase) would otherwise be
+    ignored in silence, and `{"is_active": false}` would not deactivate anybody."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, dict):
+            unknown = {
+                name: [f"no such field{_meant(name, self.fields)}"]
+                for name in data
+                if name not in self.fields
+            }
+            if unknown:
+                raise serializers.ValidationError(unknown)
+        return super().to_internal_value(data)
+
+
+def _meant(name: str, fields: Any) -> str:
+    head, *rest = name.split("_")
+    camel = head + "".join(part.capitalize() for part in rest)
+    return f": did you mean {camel!r}?" if rest and camel in fields else ""
 
 
 # -- status ----------------------------------------------------------------------------------
@@ -109,17 +132,7 @@ class RolesField(serializers.Field):
         return {"roles": [roles[name] for name in dict.fromkeys(data)]}
 
 
-def set_roles(user: Any, roles: list[Role]) -> None:
-    """Make the person's host-wide memberships exactly `roles`; team and project ones stay."""
-    kept = Membership.objects.filter(user=user, team__isnull=True, project__isnull=True)
-    kept.exclude(role__in=roles).delete()
-    held = set(kept.values_list("role_id", flat=True))
-    Membership.objects.bulk_create(
-        [Membership(user=user, role=role) for role in roles if role.pk not in held]
-    )
-
-
-class PersonSerializer(serializers.ModelSerializer):
+class PersonSerializer(KnownFieldsOnly, serializers.ModelSerializer):
     id = serializers.CharField(
         source="username",
         max_length=150,
@@ -129,14 +142,18 @@ class PersonSerializer(serializers.ModelSerializer):
             UniqueValidator(queryset=User.objects.all(), message="a person has this id already"),
         ],
     )
+    isActive = serializers.BooleanField(  # noqa: N815 (the API's casing, the protocol's)
+        source="is_active", required=False, help_text="false: their tokens stop working"
+    )
     roles = RolesField(required=False, help_text="host-wide roles, by name")
     memberships = MembershipSerializer(many=True, read_only=True)
 
     class Meta:
         model = User
-        fields = ["id", "email", "is_active", "roles", "memberships"]
+        fields = ["id", "email", "isActive", "roles", "memberships"]
 
-    # Saving writes the person and their host-wide memberships: together, or neither.
+    # Saving writes the person and their host-wide memberships: together, or neither; their
+    # admin-site rights follow the roles (store.set_host_roles), as through `ahpd` and the admin.
 
     @transaction.atomic
     def create(self, validated_data: dict[str, Any]) -> Any:
@@ -144,7 +161,7 @@ class PersonSerializer(serializers.ModelSerializer):
         user = User(**validated_data)
         user.set_unusable_password()
         user.save()
-        set_roles(user, roles)
+        set_host_roles(user, roles)
         return user
 
     @transaction.atomic
@@ -155,18 +172,26 @@ class PersonSerializer(serializers.ModelSerializer):
         roles = validated_data.pop("roles", None)
         user = super().update(instance, validated_data)
         if roles is not None:
-            set_roles(user, roles)
+            set_host_roles(user, roles)
         return user
 
 
 class TokenSerializer(serializers.ModelSerializer):
+    createdAt = serializers.DateTimeField(source="created_at", read_only=True)  # noqa: N815
+    lastUsedAt = serializers.DateTimeField(  # noqa: N815
+        source="last_used_at", read_only=True, help_text="null: never used"
+    )
+    revokedAt = serializers.DateTimeField(  # noqa: N815
+        source="revoked_at", read_only=True, help_text="null: live"
+    )
+
     class Meta:
         model = Token
-        fields = ["name", "prefix", "created_at", "last_used_at", "revoked_at"]
-        read_only_fields = ["prefix", "created_at", "last_used_at", "revoked_at"]
+        fields = ["name", "prefix", "createdAt", "lastUsedAt", "revokedAt"]
+        read_only_fields = fields
 
 
-class MintTokenSerializer(serializers.Serializer):
+class MintTokenSerializer(KnownFieldsOnly):
     name = serializers.RegexField(
         r"^[^/]+$", max_length=100, help_text="what the token is for; no slash"
     )
@@ -191,7 +216,7 @@ class MintedTokenSerializer(TokenSerializer):
 # -- teams, projects, roles ------------------------------------------------------------------
 
 
-class TeamSerializer(serializers.ModelSerializer):
+class TeamSerializer(KnownFieldsOnly, serializers.ModelSerializer):
     projects = serializers.SlugRelatedField(slug_field="slug", many=True, read_only=True)
 
     class Meta:
@@ -199,7 +224,7 @@ class TeamSerializer(serializers.ModelSerializer):
         fields = ["slug", "name", "projects"]
 
 
-class ProjectSerializer(serializers.ModelSerializer):
+class ProjectSerializer(KnownFieldsOnly, serializers.ModelSerializer):
     team = serializers.SlugRelatedField(
         slug_field="slug", queryset=Team.objects.all(), help_text="the team's slug"
     )
@@ -209,7 +234,7 @@ class ProjectSerializer(serializers.ModelSerializer):
         fields = ["slug", "name", "team"]
 
 
-class RoleSerializer(serializers.ModelSerializer):
+class RoleSerializer(KnownFieldsOnly, serializers.ModelSerializer):
     grants = serializers.ListField(
         child=serializers.CharField(), help_text="<subject>:<operation>, e.g. session:read"
     )

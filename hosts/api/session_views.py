@@ -5,8 +5,10 @@ method, the grant it needs; the engine checks it again, with ownership, in its s
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote
 
 from django.db.models import Prefetch, Q, QuerySet
+from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import exceptions, generics, serializers, status
 from rest_framework.request import Request
@@ -21,6 +23,8 @@ from ..models import StoredChat as StoredChatModel
 from ..models import StoredSession, StoredTurn
 from ..protocol.errors import ErrorCode, ProtocolError
 from .auth import ApiUser
+from .created import created
+from .filters import SessionFilter
 from .serializers import SessionDetailSerializer, SessionSerializer
 
 
@@ -61,6 +65,7 @@ class SessionsView(generics.ListAPIView):
     grants = {"GET": "session:list", "POST": "session:create"}
     serializer_class = SessionSerializer
     queryset = StoredSession.objects.order_by("-modified_ms", "uri")
+    filterset_class = SessionFilter
 
     def get_queryset(self) -> QuerySet[StoredSession]:
         return readable_by(super().get_queryset(), _principal(self.request))
@@ -78,7 +83,9 @@ class SessionsView(generics.ListAPIView):
             scope=data.get("scope"),
             method="sessions",
         )
-        return Response(result, status=status.HTTP_201_CREATED)
+        return created(
+            request, result, reverse("api:sessions") + quote(result["uri"], safe="") + "/"
+        )
 
 
 @extend_schema_view(

@@ -6,11 +6,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from drf_spectacular.utils import extend_schema
-from rest_framework import serializers
+from rest_framework import generics, serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from ..edge import runtime
 from ..engine import access
@@ -44,14 +42,19 @@ def _running_for(principal: Principal) -> Callable[[Host], Awaitable[list[dict[s
     return running
 
 
-class RunningTurnsView(APIView):
+class RunningTurnsView(generics.ListAPIView):
     """The turns running now in the sessions this server holds that the caller may read, by
     session then chat."""
 
     grants = {"GET": "session:list"}
+    serializer_class = RunningTurnSerializer
+    # The rows are the engine's, not the database's: nothing to filter, and no queryset (the
+    # schema's generator reads a view's queryset, and must not start an engine to do it).
+    filter_backends: list[Any] = []
 
-    @extend_schema(responses=RunningTurnSerializer(many=True))
-    def get(self, request: Request) -> Response:
+    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         user = request.user
         assert isinstance(user, ApiUser)
-        return Response(runtime.call_engine(_running_for(user.principal)))
+        # Read once, in one step on the engine's loop: the count and the page agree.
+        page = self.paginate_queryset(runtime.call_engine(_running_for(user.principal)))
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)

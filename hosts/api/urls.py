@@ -3,6 +3,7 @@
 
 Every route ends in a slash, as Django REST framework's do; the same path without it is served
 by the same view (hosts/api/trailing_slash.py). A session's URI is URL-encoded in the path.
+A path nothing here answers is a JSON 404 (hosts/api/errors.py, named in ahpsite/urls.py).
 """
 
 from __future__ import annotations
@@ -14,16 +15,19 @@ from drf_spectacular.views import (
     SpectacularSwaggerView,
 )
 
-from . import session_views, turn_views, views
+from . import me_views, people_views, session_views, turn_views, views
 
 app_name = "api"
 
 urlpatterns = [
     path("status/", views.StatusView.as_view(), name="status"),
-    path("people/", views.PeopleView.as_view(), name="people"),
-    path("people/<str:id>/", views.PersonView.as_view(), name="person"),
-    path("people/<str:id>/tokens/", views.TokensView.as_view(), name="tokens"),
-    path("people/<str:id>/tokens/<str:name>/", views.TokenView.as_view(), name="token"),
+    path("me/", me_views.MeView.as_view(), name="me"),
+    path("me/tokens/", me_views.MyTokensView.as_view(), name="my-tokens"),
+    path("me/tokens/<str:name>/", me_views.MyTokenView.as_view(), name="my-token"),
+    path("people/", people_views.PeopleView.as_view(), name="people"),
+    path("people/<str:id>/", people_views.PersonView.as_view(), name="person"),
+    path("people/<str:id>/tokens/", people_views.TokensView.as_view(), name="tokens"),
+    path("people/<str:id>/tokens/<str:name>/", people_views.TokenView.as_view(), name="token"),
     path("teams/", views.TeamsView.as_view(), name="teams"),
     path("teams/<slug:slug>/", views.TeamView.as_view(), name="team"),
     path("projects/", views.ProjectsView.as_view(), name="projects"),

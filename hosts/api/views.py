@@ -1,45 +1,38 @@
-"""The API's views. Each names, per method, the grant it needs (see permissions.HoldsGrant)."""
+"""The API's views of status, teams, projects, roles and root config, and the classes every
+resource kept under a key is served by. Each view names, per method, the grant it needs (see
+permissions.HoldsGrant). People and tokens are people_views.py's, sessions session_views.py's,
+who asks me_views.py's."""
 
 from __future__ import annotations
 
 from typing import Any, ClassVar
 
 from django.contrib.auth import get_user_model
-from django.db import IntegrityError
 from django.db.models import QuerySet
-from django.shortcuts import get_object_or_404
-from django.utils import timezone
-from django.utils.cache import patch_cache_control
-from drf_spectacular.utils import (
-    OpenApiResponse,
-    extend_schema,
-)
+from django.urls import reverse
+from drf_spectacular.utils import extend_schema
 from rest_framework import exceptions, generics, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from ..edge.addresses import public_base, with_token
-from ..models import Project, Role, RootConfig, StoredSession, Team, Token
-from ..store import mint_token
+from ..models import Project, Role, RootConfig, StoredSession, Team
 from .auth import ApiUser, host_name
+from .created import created
+from .filters import ProjectFilter
 from .metrics import read_figures
 from .permissions import SIGNED_IN
 from .serializers import (
-    MintedTokenSerializer,
-    MintTokenSerializer,
-    PersonSerializer,
     ProjectSerializer,
     RoleSerializer,
     RootConfigSerializer,
     StatusSerializer,
     TeamSerializer,
-    TokenSerializer,
 )
 
 User = get_user_model()
 
-#: The methods a resource with an id answers: PATCH changes it; there is no PUT.
+#: The methods a resource with a key answers: PATCH changes it; there is no PUT.
 ONE = ["get", "patch", "delete", "head", "options"]
 
 
@@ -80,7 +73,8 @@ class StatusView(APIView):
 # name. A Listing lists them in the order of that key and adds one; an Item reads, changes or
 # removes one by it. Each method needs the subject's grant for it: <subject>:read, create,
 # update or remove. A resource's own class (People, Teams, ...) names its subject, serializer,
-# rows and key once, for both of its views.
+# rows, key and the route of one (for the Location of what a POST made) once, for both of
+# its views. A listing comes in pages (pages.py), narrowed by its filterset_class if it has one.
 #
 # None of these classes has a docstring: drf-spectacular describes a view in the schema by the
 # first docstring up its classes, and one here would become that of every view below without
@@ -89,6 +83,7 @@ class StatusView(APIView):
 
 class Listing(generics.ListCreateAPIView):
     subject: ClassVar[str]
+    item_route: ClassVar[str]
 
     @property
     def grants(self) -> dict[str, str]:
@@ -96,6 +91,14 @@ class Listing(generics.ListCreateAPIView):
 
     def get_queryset(self) -> QuerySet[Any]:
         return super().get_queryset().order_by(self.lookup_field)
+
+    def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        made = self.get_serializer(data=request.data)
+        made.is_valid(raise_exception=True)
+        self.perform_create(made)
+        key = self.lookup_url_kwarg or self.lookup_field
+        path = reverse(self.item_route, kwargs={key: getattr(made.instance, self.lookup_field)})
+        return created(request, made.data, path)
 
 
 class Item(generics.RetrieveUpdateDestroyAPIView):
@@ -111,85 +114,6 @@ class Item(generics.RetrieveUpdateDestroyAPIView):
         }
 
 
-# -- people and tokens -----------------------------------------------------------------------
-
-
-class People:
-    subject = "user"
-    serializer_class = PersonSerializer
-    queryset = User.objects.prefetch_related(
-        "memberships__role", "memberships__team", "memberships__project"
-    )
-    lookup_field = "username"
-
-
-class PeopleView(People, Listing):
-    """People: list them, or add one (a Django user whose username is the id)."""
-
-
-class PersonView(People, Item):
-    """One person, by id: read, change (email, is_active, roles) or remove them."""
-
-    lookup_url_kwarg = "id"
-
-
-def ws_url(secret: str) -> str:
-    """The WebSocket URL a client connects to with this token."""
-    return with_token(public_base(), secret)
-
-
-class TokensView(generics.ListCreateAPIView):
-    """A person's tokens (never their secrets), or a new one, whose secret is said once."""
-
-    grants = {"GET": "user:read", "POST": "user:token"}
-    serializer_class = TokenSerializer
-
-    def person(self) -> Any:
-        return get_object_or_404(User, username=self.kwargs["id"])
-
-    def get_queryset(self) -> QuerySet[Token]:
-        return Token.objects.filter(user=self.person()).order_by("created_at", "pk")
-
-    @extend_schema(
-        request=MintTokenSerializer,
-        responses={201: MintedTokenSerializer},
-        description="Mint a token. Its secret is in `token` and `url` this once, never again.",
-    )
-    def post(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        person = self.person()
-        asked = MintTokenSerializer(data=request.data)
-        asked.is_valid(raise_exception=True)
-        name = asked.validated_data["name"]
-        taken = {"name": [f"{person.username} has a token named {name!r} already"]}
-        if Token.objects.filter(user=person, name=name).exists():
-            raise exceptions.ValidationError(taken)
-        try:
-            minted = mint_token(person.username, name)
-        except IntegrityError:
-            raise exceptions.ValidationError(taken) from None
-        context = {"secret": minted.secret, "url": ws_url(minted.secret)}
-        response = Response(
-            MintedTokenSerializer(minted.token, context=context).data,
-            status=status.HTTP_201_CREATED,
-        )
-        patch_cache_control(response, no_store=True)
-        return response
-
-
-class TokenView(APIView):
-    """Revoke a person's token: it stops working at once, on the socket and here."""
-
-    grants = {"DELETE": "user:token"}
-
-    @extend_schema(responses={204: OpenApiResponse(description="revoked")})
-    def delete(self, request: Request, id: str, name: str) -> Response:
-        token = get_object_or_404(Token, user__username=id, name=name)
-        if token.revoked_at is None:
-            token.revoked_at = timezone.now()
-            token.save(update_fields=["revoked_at"])
-        return Response(status=status.HTTP_204_NO_CONTENT)
-
-
 # -- teams, projects, roles ------------------------------------------------------------------
 
 
@@ -198,6 +122,7 @@ class Teams:
     serializer_class = TeamSerializer
     queryset = Team.objects.prefetch_related("projects")
     lookup_field = "slug"
+    item_route = "api:team"
 
 
 class TeamsView(Teams, Listing):
@@ -213,10 +138,11 @@ class Projects:
     serializer_class = ProjectSerializer
     queryset = Project.objects.select_related("team")
     lookup_field = "slug"
+    item_route = "api:project"
 
 
 class ProjectsView(Projects, Listing):
-    pass
+    filterset_class = ProjectFilter
 
 
 class ProjectView(Projects, Item):
@@ -228,6 +154,7 @@ class Roles:
     serializer_class = RoleSerializer
     queryset = Role.objects.all()
     lookup_field = "name"
+    item_route = "api:role"
 
 
 class RolesView(Roles, Listing):

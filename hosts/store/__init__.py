@@ -12,11 +12,14 @@ from .directory import (
     mint_token,
     person_for_token,
     person_signed_in,
+    revoke_token,
     validate_grants,
 )
 from .engine_store import DjangoStore
+from .roles import ADMIN_ROLE, set_host_roles, sync_admin_site
 
 __all__ = [
+    "ADMIN_ROLE",
     "TOKEN_PREFIX",
     "DjangoDirectory",
     "DjangoStore",
@@ -27,5 +30,8 @@ __all__ = [
     "mint_token",
     "person_for_token",
     "person_signed_in",
+    "revoke_token",
+    "set_host_roles",
+    "sync_admin_site",
     "validate_grants",
 ]

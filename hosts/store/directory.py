@@ -63,6 +63,14 @@ def mint_token(user_id: str, name: str) -> MintedToken:
     return MintedToken(token, secret)
 
 
+def revoke_token(token: Token) -> None:
+    """Revoke a token: it stops working on the next request or command. Revoking one already
+    revoked keeps the first moment."""
+    if token.revoked_at is None:
+        token.revoked_at = timezone.now()
+        token.save(update_fields=["revoked_at"])
+
+
 @dataclass(frozen=True)
 class Held:
     """What a person holds: host-wide, and within each team or project they are a member of

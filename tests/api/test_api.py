@@ -151,7 +151,7 @@ def test_a_revoked_token_is_401(root: APIClient) -> None:
 
 def test_an_inactive_persons_token_is_401(root: APIClient) -> None:
     secret = person("ada", "member")
-    assert root.patch("/api/people/ada/", {"is_active": False}, format="json").status_code == 200
+    assert root.patch("/api/people/ada/", {"isActive": False}, format="json").status_code == 200
     assert client(secret).get("/api/status/").status_code == 401
 
 
@@ -166,8 +166,8 @@ def test_grants_are_read_fresh_on_every_request(root: APIClient) -> None:
 def test_using_a_token_notes_when(root: APIClient, engine_here: None) -> None:
     secret = person("ada", "member")
     client(secret).get("/api/status/")
-    listed = root.get("/api/people/ada/tokens/").json()
-    assert listed[0]["last_used_at"] is not None
+    listed = root.get("/api/people/ada/tokens/").json()["results"]
+    assert listed[0]["lastUsedAt"] is not None
 
 
 # -- who may do what -------------------------------------------------------------------------
@@ -206,6 +206,7 @@ def every_request() -> list[tuple[str, str, dict[str, Any] | None, str]]:
         ("delete", "/api/people/ada/", None, "user:remove"),
         ("get", "/api/people/ada/tokens/", None, "user:read"),
         ("post", "/api/people/ada/tokens/", {"name": "ci"}, "user:token"),
+        ("get", "/api/people/ada/tokens/laptop/", None, "user:read"),
         ("delete", "/api/people/ada/tokens/laptop/", None, "user:token"),
         ("get", "/api/teams/", None, "team:read"),
         ("post", "/api/teams/", {"slug": "new"}, "team:create"),
@@ -292,8 +293,8 @@ def test_people_are_made_read_changed_and_removed(root: APIClient) -> None:
     assert not user.has_usable_password()
     assert "session:write" in store.held_by(user.pk).grants
 
-    listed = root.get("/api/people/").json()
-    assert [(p["id"], p["roles"], p["is_active"]) for p in listed] == [
+    listed = root.get("/api/people/").json()["results"]
+    assert [(p["id"], p["roles"], p["isActive"]) for p in listed] == [
         ("ada", ["guest", "member"], True)
     ]
     one = root.get("/api/people/ada/").json()
@@ -353,13 +354,14 @@ def test_minting_shows_the_secret_once_then_only_the_prefix(
 
     listed = root.get("/api/people/ada/tokens/")
     assert secret not in listed.content.decode()
-    assert [t["name"] for t in listed.json()] == ["laptop", "ci"]
-    assert listed.json()[1] == {
+    tokens = listed.json()["results"]
+    assert [t["name"] for t in tokens] == ["laptop", "ci"]
+    assert tokens[1] == {
         "name": "ci",
         "prefix": secret[:10],
-        "created_at": listed.json()[1]["created_at"],
-        "last_used_at": None,
-        "revoked_at": None,
+        "createdAt": tokens[1]["createdAt"],
+        "lastUsedAt": None,
+        "revokedAt": None,
     }
     assert client(secret).get("/api/status/").json()["principal"] == "user:ada"
 
@@ -380,7 +382,7 @@ def test_revoking_is_kept_and_said_once(root: APIClient) -> None:
     assert revoked_at is not None
     assert root.delete("/api/people/ada/tokens/laptop/").status_code == 204
     assert Token.objects.get(name="laptop").revoked_at == revoked_at
-    assert root.get("/api/people/ada/tokens/").json()[0]["revoked_at"] is not None
+    assert root.get("/api/people/ada/tokens/").json()["results"][0]["revokedAt"] is not None
     assert root.delete("/api/people/ada/tokens/other/").status_code == 404
 
 
@@ -399,7 +401,7 @@ def test_teams_and_projects(root: APIClient) -> None:
         "name": "Core",
         "projects": ["web"],
     }
-    assert [p["slug"] for p in root.get("/api/projects/").json()] == ["web"]
+    assert [p["slug"] for p in root.get("/api/projects/").json()["results"]] == ["web"]
     nowhere = root.post("/api/projects/", {"slug": "api", "team": "nope"}, format="json")
     assert nowhere.status_code == 400
     assert root.patch("/api/projects/web/", {"name": "Web"}, format="json").json()["name"] == "Web"
@@ -422,7 +424,7 @@ def test_roles_have_their_grants_checked(root: APIClient) -> None:
     assert "session:fly" in str(bad.json()["grants"])
     bad = root.patch("/api/roles/ops/", {"grants": ["wizard:read"]}, format="json")
     assert bad.status_code == 400 and "wizard:read" in str(bad.json()["grants"])
-    names = [r["name"] for r in root.get("/api/roles/").json()]
+    names = [r["name"] for r in root.get("/api/roles/").json()["results"]]
     assert names == ["admin", "guest", "lead", "member", "ops"]
     assert root.delete("/api/roles/ops/").status_code == 204
 
@@ -456,7 +458,7 @@ def test_root_config(root: APIClient) -> None:
 def test_sessions_most_recently_modified_first(root: APIClient) -> None:
     older = stored_session("older", modified_ms=5_000, owner="user:ada")
     newer = stored_session("newer", modified_ms=9_000)
-    listed = root.get("/api/sessions/").json()
+    listed = root.get("/api/sessions/").json()["results"]
     assert [s["uri"] for s in listed] == [newer, older]
     assert listed[1] == {
         "uri": older,
@@ -542,6 +544,7 @@ def test_every_get_answers_the_same_with_or_without_the_trailing_slash(
         "people/",
         "people/ada/",
         "people/ada/tokens/",
+        "people/ada/tokens/laptop/",
         "teams/",
         "teams/core/",
         "projects/",

@@ -86,6 +86,7 @@ def test_a_session_is_made_messaged_stopped_and_disposed_over_the_api(engine, tm
     )
     assert made.status_code == 201, made.content
     uri, chat = made.data["uri"], made.data["chat"]
+    assert made["Location"] == "http://testserver" + path(uri)
     turn_ended(chat)
     read = api().get(path(uri))
     assert read.status_code == 200

@@ -232,7 +232,7 @@ async def test_the_running_turns_and_the_control_token_are_for_who_may_have_them
     assert json.loads(refused.value.read())["detail"].endswith("may not session:list here")
     # The control token is the REST API's, for the commands: it does not open the socket.
     control = json.loads((server.data_dir / "server.json").read_text())["control"]
-    assert rest(server, "GET", "turns/", control) == []
+    assert rest(server, "GET", "turns/", control)["results"] == []
     with pytest.raises(Exception) as door:
         await connect(server.base, token=control)
     assert "401" in str(door.value)

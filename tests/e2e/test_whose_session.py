@@ -279,7 +279,7 @@ def test_rest_lists_and_reads_only_what_a_person_may_read(server, tokens, sessio
     for person, may in MATRIX.items():
         status, body = call(server, "GET", "sessions/", tokens[person])
         assert status == 200, person
-        listed = {row["uri"] for row in body}
+        listed = {row["uri"] for row in body["results"]}
         for uri, can in zip(uris, may, strict=True):
             assert (uri in listed) is ("r" in can), (person, uri)
             status, _ = call(server, "GET", f"sessions/{quote(uri, safe='')}/", tokens[person])

@@ -8,14 +8,13 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError
 from django.db import transaction
 
-from hosts.api.serializers import PersonSerializer, set_roles
+from hosts.api.serializers import PersonSerializer
 from hosts.models import Membership, Role
+from hosts.store import set_host_roles, sync_admin_site
 
 from .checks import valid
 from .teams import project_named, team_named
 from .verbs import noun, verb
-
-ADMIN = "admin"
 
 
 def register(nouns: Any) -> Any:
@@ -64,15 +63,6 @@ def role_named(name: str) -> Role:
     return role
 
 
-def _admin_site(person: Any, roles: list[Role]) -> None:
-    """An admin may sign in to the admin site (once a password is set); one no longer an
-    admin may not."""
-    admin = any(role.name == ADMIN for role in roles)
-    if person.is_staff != admin or person.is_superuser != admin:
-        person.is_staff = person.is_superuser = admin
-        person.save(update_fields=["is_staff", "is_superuser"])
-
-
 @transaction.atomic
 def user_add(options: dict[str, Any]) -> dict[str, Any]:
     user_id = valid("person id", PersonSerializer().fields["id"], options["id"])
@@ -80,11 +70,11 @@ def user_add(options: dict[str, Any]) -> dict[str, Any]:
     team = team_named(options["team"]) if options["team"] else None
     project = project_named(options["project"]) if options["project"] else None
     person = get_user_model().objects.create_user(username=user_id, email=options["email"])
-    _admin_site(person, roles)
     for index, role in enumerate(roles):
         Membership.objects.create(
             user=person, role=role, team=team, project=project, primary=index == 0
         )
+    sync_admin_site(person)  # an admin may sign in to the admin site, once given a password
     return described(person)
 
 
@@ -101,9 +91,7 @@ def user_list(options: dict[str, Any]) -> list[dict[str, Any]]:
 def user_role(options: dict[str, Any]) -> dict[str, Any]:
     person = person_named(options["id"])
     roles = [role_named(name) for name in dict.fromkeys(options["roles"])]
-    set_roles(person, roles)
-    held = Role.objects.filter(memberships__user=person).distinct()
-    _admin_site(person, list(held))
+    set_host_roles(person, roles)
     return described(person)
 
 

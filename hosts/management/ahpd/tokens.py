@@ -8,13 +8,12 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import CommandError
 from django.db import IntegrityError
-from django.utils import timezone
 
 from hosts.api.serializers import MintTokenSerializer
 from hosts.edge import control
 from hosts.edge.addresses import public_base, with_token
 from hosts.models import Token
-from hosts.store import mint_token
+from hosts.store import mint_token, revoke_token
 
 from .checks import valid
 from .people import person_named
@@ -113,7 +112,5 @@ def token_revoke(options: dict[str, Any]) -> dict[str, Any]:
     token = Token.objects.select_related("user").filter(user=person, name=options["name"]).first()
     if token is None:
         raise CommandError(f"{person.username} has no token named {options['name']!r}")
-    if token.revoked_at is None:
-        token.revoked_at = timezone.now()
-        token.save(update_fields=["revoked_at"])
+    revoke_token(token)
     return described(token)
