@@ -89,15 +89,16 @@ def do_create_session(
             validation.checked_uri(
                 derived_default_chat_uri(uri), f"{method}: the default chat URI of {uri}"
             )
+    # Inside a served folder (AHPD_PATHS), kept as the client spelled them; the first served
+    # folder where none is named.
+    dirs = validation.working_directories(directories, method)
+    for folder in dirs:
+        host.served.folder_of(folder, method)
+    dirs = dirs or [host.served.default.as_uri()]
     provider = agent_for(host, provider)
     values = config_values(host, provider, config, method)
     client_id = caller.sender.client_id if caller.sender is not None else None
     active_client = validation.active_client(active_client, method, client_id)
-    # Inside a served folder (AHPD_PATHS); the first one where none is named.
-    dirs = [
-        host.served.folder_of(uri, method).as_uri()
-        for uri in validation.working_directories(directories, method)
-    ] or [host.served.default.as_uri()]
     if message is not None and (reason := validation.text_message_problem(message)) is not None:
         raise invalid_params(reason)
     uri = uri or f"ahp-session:/{uuid.uuid4()}"

@@ -1,0 +1,258 @@
+"""The resource family over the socket: the served folders' files, and the fence round them."""
+
+from __future__ import annotations
+
+import base64
+import os
+import tempfile
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.test_grants import cli
+from tests.support.client import Client, RpcError
+from tests.support.server import ServerProcess
+
+ROOT = "ahp-root://"
+READ_LIMIT = 4096
+
+
+@pytest.fixture(scope="module")
+def served():
+    with tempfile.TemporaryDirectory(prefix="ahpd-served-") as path:
+        yield Path(path).resolve()
+
+
+@pytest.fixture(scope="module")
+def server(served):
+    # The second served folder holds the server's own data directory, which stays fenced off.
+    paths = os.pathsep.join((str(served), tempfile.gettempdir()))
+    process = ServerProcess(
+        env_extra={"AHPD_PATHS": paths, "AHPD_RESOURCE_READ_LIMIT_BYTES": str(READ_LIMIT)}
+    ).start()
+    yield process
+    process.close()
+
+
+@pytest.fixture(scope="module")
+def tokens(server):
+    made = {}
+    for person, roles in (("gus", ["guest"]), ("nil", [])):
+        cli(server, "user", "add", person, *[a for r in roles for a in ("--role", r)])
+        made[person] = cli(server, "user", "token", person)["token"]
+    return made
+
+
+@pytest.fixture
+async def client(server, connect) -> Client:
+    client = await connect(server.url)
+    await client.initialize()
+    return client
+
+
+@pytest.fixture
+def folder(served) -> Path:
+    """A fresh folder of this test's own inside the served one."""
+    path = served / uuid.uuid4().hex[:8]
+    path.mkdir()
+    return path
+
+
+async def ask(client: Client, method: str, **params):
+    return await client.request(method, {"channel": ROOT, **params})
+
+
+async def refused(client: Client, method: str, **params) -> RpcError:
+    with pytest.raises(RpcError) as error:
+        await ask(client, method, **params)
+    return error.value
+
+
+async def test_initialize_says_where_sessions_go_and_what_asks_for_completions(
+    server, connect, served
+):
+    client = await connect(server.url)
+    result = await client.initialize()
+    assert result["defaultDirectory"] == served.as_uri()
+    assert result["completionTriggerCharacters"] == ["/", "@", "#"]
+
+
+async def test_a_file_is_written_read_and_resolved(client, folder):
+    uri = (folder / "notes.md").as_uri()
+    assert await ask(client, "resourceWrite", uri=uri, data="# hello\n", encoding="utf-8") == {}
+    read = await ask(client, "resourceRead", uri=uri)
+    assert read == {"data": "# hello\n", "encoding": "utf-8", "contentType": "text/markdown"}
+    as_base64 = await ask(client, "resourceRead", uri=uri, encoding="base64")
+    assert base64.b64decode(as_base64["data"]) == b"# hello\n"
+    resolved = await ask(client, "resourceResolve", uri=uri)
+    assert resolved["uri"] == uri and resolved["type"] == "file" and resolved["size"] == 8
+    assert resolved["etag"] and resolved["mtime"].endswith("Z")
+
+    png = bytes([0x89, 0x50, 0x4E, 0x47, 0, 1, 2, 255])
+    image = (folder / "dot.png").as_uri()
+    await ask(
+        client, "resourceWrite", uri=image, data=base64.b64encode(png).decode(), encoding="base64"
+    )
+    read = await ask(client, "resourceRead", uri=image)
+    assert read["encoding"] == "base64" and read["contentType"] == "image/png"
+    assert base64.b64decode(read["data"]) == png
+
+
+async def test_two_writers_with_one_etag_one_wins_and_the_other_is_told(client, folder):
+    uri = (folder / "shared.txt").as_uri()
+    await ask(client, "resourceWrite", uri=uri, data="first", encoding="utf-8")
+    etag = (await ask(client, "resourceResolve", uri=uri))["etag"]
+    await ask(client, "resourceWrite", uri=uri, data="winner", encoding="utf-8", ifMatch=etag)
+    late = await refused(
+        client, "resourceWrite", uri=uri, data="loser", encoding="utf-8", ifMatch=etag
+    )
+    assert late.code == -32011 and uri in late.message
+    assert (folder / "shared.txt").read_text() == "winner"
+    exists = await refused(
+        client, "resourceWrite", uri=uri, data="again", encoding="utf-8", createOnly=True
+    )
+    assert exists.code == -32010
+    assert not [p for p in folder.iterdir() if p.name.startswith(".")], "no temporary left"
+
+
+async def test_the_write_modes_place_data_where_the_protocol_says(client, folder):
+    path = folder / "modes.txt"
+    uri = path.as_uri()
+    await ask(client, "resourceWrite", uri=uri, data="abcdef", encoding="utf-8")
+    await ask(client, "resourceWrite", uri=uri, data="XY", encoding="utf-8", mode="append")
+    assert path.read_text() == "abcdefXY"
+    await ask(
+        client, "resourceWrite", uri=uri, data="-", encoding="utf-8", mode="append", position=2
+    )
+    assert path.read_text() == "abcdef-XY"
+    await ask(
+        client, "resourceWrite", uri=uri, data="+", encoding="utf-8", mode="insert", position=1
+    )
+    assert path.read_text() == "a+bcdef-XY"
+    await ask(client, "resourceWrite", uri=uri, data="!", encoding="utf-8", position=3)
+    assert path.read_text() == "a+b!"
+    past = await refused(
+        client, "resourceWrite", uri=uri, data="x", encoding="utf-8", mode="insert", position=99
+    )
+    assert past.code == -32602 and "position 99" in past.message
+    bad = await refused(client, "resourceWrite", uri=uri, data="x", encoding="utf-16")
+    assert bad.code == -32602 and "encoding" in bad.message
+    assert path.read_text() == "a+b!"
+
+
+async def test_folders_are_listed_made_copied_moved_and_deleted(client, folder):
+    (folder / "b.txt").write_text("b")
+    (folder / "a").mkdir()
+    deep = folder / "x" / "y" / "z"
+    assert await ask(client, "resourceMkdir", uri=deep.as_uri()) == {}
+    assert deep.is_dir()
+    listed = await ask(client, "resourceList", uri=folder.as_uri())
+    assert listed == {
+        "entries": [
+            {"name": "a", "type": "directory"},
+            {"name": "b.txt", "type": "file"},
+            {"name": "x", "type": "directory"},
+        ]
+    }
+    over_file = await refused(client, "resourceMkdir", uri=(folder / "b.txt").as_uri())
+    assert over_file.code == -32010
+
+    await ask(
+        client,
+        "resourceCopy",
+        source=(folder / "b.txt").as_uri(),
+        destination=(folder / "a" / "c.txt").as_uri(),
+    )
+    assert (folder / "a" / "c.txt").read_text() == "b"
+    taken = await refused(
+        client,
+        "resourceMove",
+        source=(folder / "b.txt").as_uri(),
+        destination=(folder / "a" / "c.txt").as_uri(),
+        failIfExists=True,
+    )
+    assert taken.code == -32010 and (folder / "b.txt").exists()
+    await ask(
+        client,
+        "resourceMove",
+        source=(folder / "b.txt").as_uri(),
+        destination=(folder / "d.txt").as_uri(),
+    )
+    assert not (folder / "b.txt").exists() and (folder / "d.txt").read_text() == "b"
+
+    not_empty = await refused(client, "resourceDelete", uri=(folder / "x").as_uri())
+    assert not_empty.code == -32602 and deep.is_dir()
+    await ask(client, "resourceDelete", uri=(folder / "x").as_uri(), recursive=True)
+    assert not (folder / "x").exists()
+    gone = await refused(client, "resourceResolve", uri=(folder / "x").as_uri())
+    assert gone.code == -32008
+
+
+async def test_nothing_outside_the_served_folders_is_reached(client, server, served, folder):
+    outside = Path(tempfile.mkdtemp(prefix="ahpd-outside-", dir="/var/tmp"))
+    (outside / "secret.txt").write_text("keep out")
+    (folder / "way-out").symlink_to(outside)
+    attempts = [
+        outside.as_uri() + "/secret.txt",
+        served.as_uri() + "/../../../../etc/passwd",
+        (folder / "way-out" / "secret.txt").as_uri(),
+        folder.as_uri() + "/..%2F..%2Fetc%2Fpasswd",
+        (server.data_dir / "secret-key").as_uri(),
+        server.data_dir.as_uri(),
+    ]
+    for uri in attempts:
+        error = await refused(client, "resourceRead", uri=uri)
+        assert (error.code, error.message) == (-32009, f"Permission denied: {uri}"), uri
+        error = await refused(client, "resourceWrite", uri=uri, data="x", encoding="utf-8")
+        assert error.code == -32009, uri
+    assert (outside / "secret.txt").read_text() == "keep out"
+    listed = await ask(client, "resourceList", uri=folder.as_uri())
+    assert "way-out" not in [e["name"] for e in listed["entries"]]
+    link = await ask(
+        client, "resourceResolve", uri=(folder / "way-out").as_uri(), followSymlinks=False
+    )
+    assert link["type"] == "symlink"
+    root = await refused(client, "resourceDelete", uri=served.as_uri(), recursive=True)
+    assert root.code == -32009 and served.is_dir()
+    scheme = await refused(client, "resourceRead", uri="untitled:Untitled-1")
+    assert scheme.code == -32602 and "file: URIs" in scheme.message
+
+
+async def test_a_read_past_the_limit_is_refused_naming_it(client, folder):
+    big = folder / "big.bin"
+    big.write_bytes(b"x" * (READ_LIMIT + 1))
+    error = await refused(client, "resourceRead", uri=big.as_uri())
+    assert error.code == -32602 and str(READ_LIMIT) in error.message
+    assert "AHPD_RESOURCE_READ_LIMIT_BYTES" in error.message
+
+
+async def test_a_guest_reads_and_may_not_write_and_nobody_reads_without_a_role(
+    server, connect, tokens, folder
+):
+    (folder / "read-me.txt").write_text("hi")
+    guest = await connect(server.url, token=tokens["gus"])
+    await guest.initialize()
+    read = await ask(guest, "resourceRead", uri=(folder / "read-me.txt").as_uri())
+    assert read["data"] == "hi"
+    error = await refused(
+        guest, "resourceWrite", uri=(folder / "new.txt").as_uri(), data="x", encoding="utf-8"
+    )
+    assert (error.code, error.message) == (-32009, "user:gus may not file:put here")
+    assert not (folder / "new.txt").exists()
+    nobody = await connect(server.url, token=tokens["nil"])
+    await nobody.initialize()
+    error = await refused(nobody, "resourceRead", uri=(folder / "read-me.txt").as_uri())
+    assert (error.code, error.message) == (-32009, "user:nil may not file:get here")
+
+
+async def test_a_session_works_only_inside_a_served_folder(client, folder):
+    outside = Path(tempfile.mkdtemp(prefix="ahpd-elsewhere-", dir="/var/tmp"))
+    error = await refused(
+        client,
+        "createSession",
+        channel=f"ahp-session:/{uuid.uuid4()}",
+        workingDirectories=[outside.as_uri()],
+    )
+    assert error.code == -32602 and outside.as_uri() in error.message
+    assert "AHPD_PATHS" in error.message
