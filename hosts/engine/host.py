@@ -107,6 +107,9 @@ class Host:
         self.root_principal = principal_root(settings.host_name)
         self.sessions = Sessions(self.fanout, self.writes, store, agents or {})
         self.gate.session_of = self.sessions.record_of
+        for agent in self.sessions.agents.values():
+            if hasattr(agent, "on_info_changed"):
+                agent.on_info_changed = self._agents_changed
         #: What of the disk this host serves; never its own data directory.
         self.served = Served(
             settings.served_paths or (Path.cwd(),),
@@ -144,6 +147,21 @@ class Host:
     def directory(self) -> Directory:
         return self.gate.directory
 
+    def agents_info(self) -> list[dict[str, Any]]:
+        """Root state's `agents`: each agent's AgentInfo, with the people resource."""
+        return [
+            {**agent.info(), "protectedResources": [USERS_RESOURCE_METADATA]}
+            for agent in self.sessions.agents.values()
+        ]
+
+    def _agents_changed(self) -> None:
+        """An agent learned what it offers (an ACP agent's models, at its first session): said
+        to every client, so a model picker is not left empty."""
+        root = self._root
+        agents = self.agents_info()
+        if root is not None and root.state.get("agents") != agents:
+            self.fanout.emit(root, {"type": "root/agentsChanged", "agents": agents})
+
     # -- life -----------------------------------------------------------------------------
 
     async def start(self) -> None:
@@ -169,10 +187,7 @@ class Host:
                     ROOT_URI,
                     "root",
                     {
-                        "agents": [
-                            {**agent.info(), "protectedResources": [USERS_RESOURCE_METADATA]}
-                            for agent in self.sessions.agents.values()
-                        ],
+                        "agents": self.agents_info(),
                         "activeSessions": 0,
                         "config": {"schema": config_schema, "values": values},
                     },

@@ -75,6 +75,23 @@ async def heard(client: Client, chat: str) -> list[list[str]]:
     return prompts
 
 
+# First in the module: the agent has not run yet, so it has reported no models.
+async def test_the_agents_models_are_said_once_it_reports_them(server, connect, workdir):
+    client = await connect(server.url)
+    await client.initialize()
+    root = client.tracked["ahp-root://"][0]
+    assert root["agents"][0]["models"] == []  # nothing claimed before the agent says it
+    _, chat = await acp_session(client, workdir)
+    await run_turn(client, chat, "hello")
+    changed = await client.wait_action(lambda a: a["action"]["type"] == "root/agentsChanged")
+    [agent] = changed["action"]["agents"]
+    assert agent["provider"] == "fake" and agent["models"]
+    assert client.tracked["ahp-root://"][0]["agents"] == changed["action"]["agents"]
+    late = await connect(server.url)
+    snapshot = (await late.initialize())["snapshots"][0]["state"]
+    assert snapshot["agents"][0]["models"] == agent["models"]
+
+
 async def test_a_turn_streams_thinking_and_text_from_the_agent(server, connect, workdir):
     client = await connect(server.url)
     await client.initialize()

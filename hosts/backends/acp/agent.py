@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,8 @@ class AcpAgent:
         self.config = config
         self.data_dir = data_dir
         self._facts = SessionFacts()
+        #: Told when what `info` says has changed (the host says root/agentsChanged).
+        self.on_info_changed: Callable[[], None] | None = None
 
     def info(self) -> dict[str, Any]:
         """AgentInfo; models only once an agent has reported them (never a guessed list)."""
@@ -77,4 +80,7 @@ class AcpAgent:
     def learn(self, facts: SessionFacts) -> None:
         """Keep what a session reported, so root state and config schemas can offer it."""
         if facts.modes or facts.models:
+            before = self._facts.models
             self._facts = self._facts.merged(facts)
+            if self._facts.models != before and self.on_info_changed is not None:
+                self.on_info_changed()

@@ -25,4 +25,5 @@ def _config(d: Dispatch) -> Awaitable[str | None]:
 ROOT_RULES = (
     ActionRule("root/configChanged", grant_for=_config_grant, effect=_config, said_by_host=True),
     ActionRule("root/activeSessionsChanged", said_by_host=True),
+    ActionRule("root/agentsChanged", said_by_host=True),
 )
