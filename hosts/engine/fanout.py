@@ -56,6 +56,7 @@ class Fanout:
         self._channels: dict[str, Channel] = {}
         self._connections: set[Connection] = set()
         self._left_listeners: list[LeftListener] = []
+        self._joined_listeners: list[Callable[[Channel], None]] = []
         self._dirty: dict[Connection, None] = {}
         self._flush_wanted = asyncio.Event()
         self._none_left = asyncio.Event()
@@ -80,6 +81,10 @@ class Fanout:
 
     def on_left(self, listener: LeftListener) -> None:
         self._left_listeners.append(listener)
+
+    def on_joined(self, listener: Callable[[Channel], None]) -> None:
+        """Told each time a channel is subscribed to (a watch attaches its watcher)."""
+        self._joined_listeners.append(listener)
 
     # -- channels -------------------------------------------------------------------------
 
@@ -171,6 +176,8 @@ class Fanout:
             return  # dropped while its request was handled: nothing may hold it again
         channel.subscribers[conn] = None
         conn.subscriptions[channel.uri] = channel
+        for listener in self._joined_listeners:
+            listener(channel)
 
     def unsubscribe(self, conn: Connection, channel: Channel) -> None:
         channel.subscribers.pop(conn, None)

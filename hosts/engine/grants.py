@@ -203,6 +203,7 @@ TOLD: dict[str, str] = {"root/configChanged": "config:settings"}
 #: What subscribing to a channel of a kind needs (any one of). A chat's turns are part of what
 #: its session's state is, so a guest who may read sessions reads their chats too.
 SUBSCRIBE: dict[str, tuple[str, ...]] = {
+    "resourceWatch": ("file:watch",),
     "session": ("session:state",),
     "chat": ("chat:turns", "session:state"),
 }

@@ -35,6 +35,7 @@ from .ports import Store, Transport
 from .principal import USERS_RESOURCE_METADATA, Directory, NoDirectory, Principal
 from .principal import root as principal_root
 from .resources.served import Served
+from .resources.watches import Watches
 from .sessions import Presence, Residency, Sessions, Turns
 from .writebehind import WriteBehind
 
@@ -118,6 +119,7 @@ class Host:
                 *((settings.state_dir,) if settings.state_dir is not None else ()),
             ),
         )
+        self.watches = Watches(self.fanout, self.served, settings.presence_grace_s)
         self.presence = Presence(self.sessions, self.fanout, settings.presence_grace_s)
         self.residency = Residency(
             self.sessions,
@@ -146,6 +148,12 @@ class Host:
     @property
     def directory(self) -> Directory:
         return self.gate.directory
+
+    async def wake(self, uri: str) -> None:
+        """Make ready what a URI names before a command reads it: a dormant chat's turns, a
+        watch channel named again (after a restart)."""
+        await self.sessions.wake(uri)
+        self.watches.wake(uri)
 
     def agents_info(self) -> list[dict[str, Any]]:
         """Root state's `agents`: each agent's AgentInfo, with the people resource."""
@@ -220,6 +228,7 @@ class Host:
                 self.settings.close_wait_s,
             )
         await self.sessions.shutdown()
+        await self.watches.stop()
         await self.residency.drain()
         await self.writes.stop()
         self.fanout.stop()

@@ -67,7 +67,7 @@ class Router:
             named = params.get("channel")
             if isinstance(named, str):
                 # A chat whose turns are not read yet is read before anything names it.
-                await self.host.sessions.wake(named)
+                await self.host.wake(named)
             if command.grant == FRESH:
                 await self.host.gate.principal_now(conn)
             elif command.grant is not None:

@@ -256,3 +256,62 @@ async def test_a_session_works_only_inside_a_served_folder(client, folder):
     )
     assert error.code == -32602 and outside.as_uri() in error.message
     assert "AHPD_PATHS" in error.message
+
+
+def changed(client: Client, channel: str) -> list[dict]:
+    """Every change the watch channel has said to the client, in order."""
+    return [
+        item
+        for envelope in client.actions
+        if envelope["channel"] == channel and envelope["action"]["type"] == "resourceWatch/changed"
+        for item in envelope["action"]["changes"]["items"]
+    ]
+
+
+async def test_a_watch_says_what_changes_under_its_root_as_its_globs_allow(client, folder):
+    # A folder made after the watch is watched once the OS says it was made, so a file made in
+    # it at once could come first: this one is there before.
+    (folder / "sub").mkdir()
+    params = {"uri": folder.as_uri(), "recursive": True, "excludes": {"items": ["*.log"]}}
+    channel = (await ask(client, "createResourceWatch", **params))["channel"]
+    assert channel.startswith("ahp-resource-watch://r/")
+    assert (await ask(client, "createResourceWatch", **params))["channel"] == channel
+    snapshot = (await client.request("subscribe", {"channel": channel}))["snapshot"]
+    assert snapshot["state"] == {
+        "root": folder.as_uri(),
+        "recursive": True,
+        "excludes": {"items": ["*.log"]},
+    }
+    (folder / "sub" / "noise.log").write_text("excluded")
+    (folder / "sub" / "made.txt").write_text("by another process")
+    made = (folder / "sub" / "made.txt").as_uri()
+    await client.wait_for(lambda: any(c["uri"] == made for c in changed(client, channel)))
+    seen = changed(client, channel)
+    assert {c["type"] for c in seen if c["uri"] == made} <= {"added", "updated"}
+    assert not [c for c in seen if c["uri"].endswith(".log")]
+
+    (folder / "sub" / "made.txt").unlink()
+    await client.wait_for(
+        lambda: {"uri": made, "type": "deleted"} in changed(client, channel), timeout=10
+    )
+
+
+async def test_a_watch_is_refused_where_nothing_may_be_watched(server, connect, tokens, folder):
+    client = await connect(server.url)
+    await client.initialize()
+    missing = (folder / "nothing-here").as_uri()
+    error = await refused(client, "createResourceWatch", uri=missing)
+    assert (error.code, error.message) == (-32008, f"Resource not found: {missing}")
+    error = await refused(client, "createResourceWatch", uri="file:///etc")
+    assert (error.code, error.message) == (-32009, "Permission denied: file:///etc")
+    bogus = "ahp-resource-watch://r/bm90LWEtd2F0Y2g"
+    with pytest.raises(RpcError) as unknown:
+        await client.request("subscribe", {"channel": bogus})
+    assert (unknown.value.code, unknown.value.message) == (
+        -32001,
+        f"Resource watch not found: {bogus}",
+    )
+    nobody = await connect(server.url, token=tokens["nil"])
+    await nobody.initialize()
+    error = await refused(nobody, "createResourceWatch", uri=folder.as_uri())
+    assert (error.code, error.message) == (-32009, "user:nil may not file:watch here")

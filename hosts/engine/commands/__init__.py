@@ -53,4 +53,5 @@ COMMANDS: dict[str, Command] = {
     "resourceDelete": Command(resources.resource_delete, "file:delete"),
     "resourceCopy": Command(resources.resource_copy, "file:copy"),
     "resourceMove": Command(resources.resource_move, "file:move"),
+    "createResourceWatch": Command(resources.create_resource_watch, "file:watch"),
 }

@@ -115,7 +115,7 @@ async def initialize(host: Host, conn: Connection, params: dict[str, Any]) -> di
     host.clients.remember(conn)
     snapshots = []
     for uri in subscriptions:
-        await host.sessions.wake(uri)
+        await host.wake(uri)
         channel = host.fanout.channel(uri)
         if channel is None or not host.gate.may_watch(conn.principal, channel):
             continue
@@ -157,7 +157,7 @@ async def reconnect(host: Host, conn: Connection, params: dict[str, Any]) -> dic
         host.clients.remember(conn)
     found, missing = [], []
     for uri in subscriptions:
-        await host.sessions.wake(uri)
+        await host.wake(uri)
         channel = host.fanout.channel(uri)
         if channel is None or not host.gate.may_watch(conn.principal, channel):
             missing.append(uri)

@@ -126,6 +126,13 @@ async def _copy_or_move(
     return {}
 
 
+async def create_resource_watch(
+    host: Host, conn: Connection, params: dict[str, Any]
+) -> dict[str, Any]:
+    """The watch's channel; its watcher is attached when the client subscribes to it."""
+    return {"channel": host.watches.create(params)}
+
+
 async def resource_request(host: Host, conn: Connection, params: dict[str, Any]) -> dict[str, Any]:
     """Answered yes, as the reference answers it: it withholds nothing the operations that
     follow do not check again, inside the fence."""

@@ -9,13 +9,15 @@ from ...protocol.validation import required_str
 from .. import access, grants
 from ..connection import Connection
 from ..host import Host
+from ..resources import watches
 
 
 async def subscribe(host: Host, conn: Connection, params: dict[str, Any]) -> dict[str, Any]:
     uri = required_str(params, "subscribe", "channel")
     channel = host.fanout.channel(uri)
     if channel is None:
-        raise ProtocolError(ErrorCode.SESSION_NOT_FOUND, f"Resource not found: {uri}")
+        what = "Resource watch" if uri.startswith(watches.PREFIX) else "Resource"
+        raise ProtocolError(ErrorCode.SESSION_NOT_FOUND, f"{what} not found: {uri}")
     needed = grants.SUBSCRIBE.get(channel.kind)
     if needed is not None:
         principal = await host.gate.require(conn, *needed)
@@ -24,6 +26,7 @@ async def subscribe(host: Host, conn: Connection, params: dict[str, Any]) -> dic
         if record is not None:
             access.require(principal, record, access.READ_SESSION)
     host.fanout.subscribe(conn, channel)
+    await host.watches.attached(channel.uri)
     # The automations catalogue is answered under the spelling the client used; the root is
     # answered as ahp-root:// whatever spelling asked for it.
     resource = uri if channel.kind == "automation" else channel.uri

@@ -65,10 +65,12 @@ class Served:
         path = Path(unquote(parts.path))
         if not path.is_absolute():
             raise invalid_params(f"{method}: {uri} names no absolute path")
-        parent = Path(os.path.realpath(path.parent))
-        real = Path(os.path.realpath(path)) if follow else parent / path.name
-        # Both ends are judged: the parent a link lives in, and where the link leads.
-        if not self.holds(real) or not self.holds(parent if path.name else real):
+        if follow:
+            real = Path(os.path.realpath(path))
+        else:
+            # The link itself: where it lives is resolved, and its own name kept.
+            real = Path(os.path.realpath(path.parent)) / path.name
+        if not self.holds(real):
             raise permission_denied(uri)
         return real
 

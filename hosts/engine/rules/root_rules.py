@@ -26,4 +26,6 @@ ROOT_RULES = (
     ActionRule("root/configChanged", grant_for=_config_grant, effect=_config, said_by_host=True),
     ActionRule("root/activeSessionsChanged", said_by_host=True),
     ActionRule("root/agentsChanged", said_by_host=True),
+    # A watch channel's batches (resources/watches.py); a client's is refused as server-only.
+    ActionRule("resourceWatch/changed", said_by_host=True),
 )
