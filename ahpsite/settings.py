@@ -26,6 +26,7 @@ from .env import (
     env_dir,
     env_float,
     env_int,
+    env_shell_env,
     env_str,
     env_url,
     load_env_file,
@@ -97,6 +98,13 @@ AHPD_SLEEP_AFTER_MINUTES = env_float("AHPD_SLEEP_AFTER_MINUTES", 30.0)
 AHPD_SESSION_RESIDENCY_LIMIT = env_int("AHPD_SESSION_RESIDENCY_LIMIT", 10, minimum=0)
 #: How many agents one person's sessions may have at work at once; 0 sets no cap.
 AHPD_AGENTS_PER_PERSON = env_int("AHPD_AGENTS_PER_PERSON", 10, minimum=0)
+#: The most output a terminal holds for a client that subscribes late (its scrollback).
+AHPD_TERMINAL_SCROLLBACK_BYTES = env_int(
+    "AHPD_TERMINAL_SCROLLBACK_BYTES", 1024 * 1024, minimum=4096
+)
+#: What every terminal's shell gets in its environment beside the server's own (less the
+#: server's AHPD_ and DJANGO_ settings): a JSON object of name to text, null to take one away.
+AHPD_SHELL_ENV = env_shell_env("AHPD_SHELL_ENV")
 #: The operator's agents (a JSON file; see hosts/backends/config.py).
 AHPD_CONFIG = env_str("AHPD_CONFIG")
 if AHPD_CONFIG and not Path(AHPD_CONFIG).expanduser().is_file():

@@ -22,6 +22,7 @@ from ..backends.base import Agent
 from ..backends.config import build_agents, load_agents
 from ..engine.host import Host, HostSettings
 from ..engine.router import Router
+from ..engine.terminals import TerminalSettings
 from ..store import DjangoDirectory, DjangoStore
 from . import relay
 
@@ -57,6 +58,10 @@ def host_settings() -> HostSettings:
         sleep_after_s=settings.AHPD_SLEEP_AFTER_MINUTES * 60,
         session_residency_limit=settings.AHPD_SESSION_RESIDENCY_LIMIT,
         agents_per_person=settings.AHPD_AGENTS_PER_PERSON,
+        terminals=TerminalSettings(
+            scrollback_bytes=settings.AHPD_TERMINAL_SCROLLBACK_BYTES,
+            shell_env=settings.AHPD_SHELL_ENV,
+        ),
     )
 
 

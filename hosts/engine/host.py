@@ -12,7 +12,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,7 @@ from .ports import Store, Transport
 from .principal import USERS_RESOURCE_METADATA, Directory, NoDirectory, Principal
 from .principal import root as principal_root
 from .sessions import Presence, Residency, Sessions, Turns
+from .terminals import Terminals, TerminalSettings
 from .writebehind import WriteBehind
 
 log = logging.getLogger("ahpd.engine")
@@ -73,6 +74,8 @@ class HostSettings:
     agents_per_person: int = 10
     #: How long a stop waits for clients to answer its close frame before going on.
     close_wait_s: float = 5.0
+    #: The terminals' scrollback cap, the shells' environment, the grace of a kill.
+    terminals: TerminalSettings = field(default_factory=TerminalSettings)
 
 
 class Host:
@@ -99,6 +102,7 @@ class Host:
         self.root_principal = principal_root(settings.host_name)
         self.sessions = Sessions(self.fanout, self.writes, store, agents or {})
         self.gate.session_of = self.sessions.record_of
+        self.terminals = Terminals(self.fanout, lambda: self.root, settings.terminals)
         self.presence = Presence(self.sessions, self.fanout, settings.presence_grace_s)
         self.residency = Residency(
             self.sessions,
@@ -188,6 +192,8 @@ class Host:
                 len(self.fanout.connections),
                 self.settings.close_wait_s,
             )
+        # A shell outlives no server: every terminal's process group is killed.
+        await self.terminals.stop()
         await self.sessions.shutdown()
         await self.residency.drain()
         await self.writes.stop()
@@ -313,6 +319,8 @@ class Host:
             if not conn.principal.may(grants.TOLD["root/configChanged"]):
                 # Root state shows a person only what their grants let them read.
                 state["config"] = {"schema": state["config"]["schema"], "values": {}}
+            if not conn.principal.may(grants.TOLD["root/terminalsChanged"]):
+                state.pop("terminals", None)
             state["_meta"] = {
                 **state.get("_meta", {}),
                 "ahpd.grants": grants.advertised(),

@@ -21,7 +21,12 @@ from hosts.protocol.reducers import reduce
 from tests.schema_check import check_server_frame
 from tests.support.server import TOKEN
 
-STATE_KINDS = {"ahp-root": "root", "ahp-session": "session", "ahp-chat": "chat"}
+STATE_KINDS = {
+    "ahp-root": "root",
+    "ahp-session": "session",
+    "ahp-chat": "chat",
+    "ahp-terminal": "terminal",
+}
 
 
 class RpcError(Exception):

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..connection import Connection
 from ..host import Host
-from . import chats, dispatch, handshake, sessions, subscriptions
+from . import chats, dispatch, handshake, sessions, subscriptions, terminals
 
 Handler = Callable[[Host, Connection, dict[str, Any]], Awaitable[Any]]
 
@@ -44,4 +44,6 @@ COMMANDS: dict[str, Command] = {
     "createChat": Command(chats.create_chat, FRESH),
     "disposeChat": Command(chats.dispose_chat, FRESH),
     "completions": Command(chats.completions, "chat:send"),
+    "createTerminal": Command(terminals.create_terminal, FRESH),
+    "disposeTerminal": Command(terminals.dispose_terminal, FRESH),
 }
