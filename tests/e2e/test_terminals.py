@@ -125,8 +125,10 @@ async def test_a_terminal_runs_commands_and_says_how_each_ended(server, connect)
     await client.initialize()
     uri = await open_terminal(client)
     listed = await client.wait_action(
-        lambda e: e["action"]["type"] == "root/terminalsChanged"
-        and any(t["resource"] == uri for t in e["action"]["terminals"])
+        lambda e: (
+            e["action"]["type"] == "root/terminalsChanged"
+            and any(t["resource"] == uri for t in e["action"]["terminals"])
+        )
     )
     info = next(t for t in listed["action"]["terminals"] if t["resource"] == uri)
     assert info["claim"] == {"kind": "client", "clientId": client.client_id}
@@ -145,9 +147,7 @@ async def test_a_terminal_runs_commands_and_says_how_each_ended(server, connect)
     assert finished["exitCode"] == 7
 
     # The marks are the host's to read, never the client's to be sent.
-    sent = "".join(
-        e["action"]["data"] for e in client.actions if on(uri, "terminal/data")(e)
-    )
+    sent = "".join(e["action"]["data"] for e in client.actions if on(uri, "terminal/data")(e))
     assert "\x1b]133;" not in sent and "\x1b]7;" not in sent
     await client.assert_conforms(uri)
 
@@ -175,7 +175,8 @@ async def test_a_resize_sets_the_ptys_size(server, connect):
     uri = await open_terminal(client, cols=90, rows=30)
     executed, _ = await run(client, uri, "stty size")
     assert "30 90" in command_output(client, uri, executed["commandId"])
-    echo = await client.dispatch_and_wait(uri, {"type": "terminal/resized", "cols": 132, "rows": 41})
+    resize = {"type": "terminal/resized", "cols": 132, "rows": 41}
+    echo = await client.dispatch_and_wait(uri, resize)
     assert "rejectionReason" not in echo
     executed, _ = await run(client, uri, "stty size")
     assert "41 132" in command_output(client, uri, executed["commandId"])
@@ -270,10 +271,8 @@ async def test_dispose_kills_a_child_that_ignores_sighup(server, connect):
     await client.initialize()
     uri = await open_terminal(client)
     start = len(client.actions)
-    await client.dispatch(
-        uri,
-        {"type": "terminal/input", "data": "sh -c 'trap \"\" HUP; echo child=$$; exec sleep 1000'\r"},
-    )
+    stubborn = "sh -c 'trap \"\" HUP; echo child=$$; exec sleep 1000'"
+    await client.dispatch(uri, {"type": "terminal/input", "data": stubborn + "\r"})
     await wait_after(client, start, on(uri, "terminal/commandExecuted"))
     found = await client.wait_for(lambda: re.search(r"child=(\d+)", screen(client, uri)))
     child = int(found.group(1))
