@@ -35,7 +35,9 @@ from .ports import Store, Transport
 from .principal import USERS_RESOURCE_METADATA, Directory, NoDirectory, Principal
 from .principal import root as principal_root
 from .sessions import Presence, Residency, Sessions, Turns
+from .sessions.local_commands import LocalCommands
 from .terminals import Terminals, TerminalSettings
+from .terminals.shells import chosen_shell
 from .writebehind import WriteBehind
 
 log = logging.getLogger("ahpd.engine")
@@ -103,6 +105,10 @@ class Host:
         self.sessions = Sessions(self.fanout, self.writes, store, agents or {})
         self.gate.session_of = self.sessions.record_of
         self.terminals = Terminals(self.fanout, lambda: self.root, settings.terminals)
+        #: The terminals `!command` turns run in, in the shell a client's terminal opens.
+        self.local_commands = LocalCommands(
+            self.terminals, lambda: chosen_shell(self.root_value(root_config.DEFAULT_SHELL))
+        )
         self.presence = Presence(self.sessions, self.fanout, settings.presence_grace_s)
         self.residency = Residency(
             self.sessions,
@@ -115,6 +121,7 @@ class Host:
             self.residency,
             delta_window_ms=settings.delta_window_ms,
             state_dir=settings.state_dir,
+            local=self.local_commands,
         )
         #: Which engine holds a session: this one, until sessions are sharded.
         self.placement: Placement = placement or HereOnly()

@@ -21,6 +21,7 @@ from ..gate import readable
 from ..host import Host
 from ..principal import USERS_RESOURCE, USERS_RESOURCE_METADATA
 from ..replay import Entry
+from ..sessions.local_commands import PREFIX
 
 #: Below this a replay is never weighed against the snapshots.
 REPLAY_ALWAYS_BYTES = 64 * 1024
@@ -127,6 +128,8 @@ async def initialize(host: Host, conn: Connection, params: dict[str, Any]) -> di
         "serverSeq": host.fanout.server_seq,
         "snapshots": snapshots,
         "serverInfo": {"name": host.settings.server_name, "version": host.settings.server_version},
+        # A chat message starting with it runs as this host's own command, in a terminal.
+        "terminalCommandPrefix": PREFIX,
     }
 
 

@@ -8,6 +8,7 @@ before a C mark is the prompt's and the output before a D mark the command's.
 
 from __future__ import annotations
 
+import asyncio
 import codecs
 import time
 from collections.abc import Callable
@@ -47,6 +48,9 @@ class LiveTerminal:
         self._commands = 0
         #: Disposed: nothing more is said on its channel (which is gone).
         self.disposed = False
+        #: Set once its process exited (and the output drained), or it was disposed.
+        self.ended = asyncio.Event()
+        self.exit_code: int | None = None
 
     @property
     def uri(self) -> str:
@@ -96,7 +100,9 @@ class LiveTerminal:
         """The output drained and the process was reaped: the last of it, then the exit."""
         rest = self._decoder.decode(self._parser.flush(), final=True)
         self._say_text([rest] if rest else [])
+        self.exit_code = code
         self.say({"type": "terminal/exited", **({"exitCode": code} if code is not None else {})})
+        self.ended.set()
         self._changed(self)
 
     def _say_text(self, text: list[str]) -> None:
@@ -170,3 +176,9 @@ class LiveTerminal:
 
     def cleared(self) -> None:
         self._held_bytes = 0
+
+    async def hang_up(self, grace: float) -> None:
+        """Stop what runs in it as closing a terminal would (SIGHUP, then SIGKILL after
+        `grace`); the terminal stays, and says it exited once the output drained."""
+        if self.pty is not None:
+            await self.pty.kill(grace, quiet=False)

@@ -216,10 +216,12 @@ class Pty:
 
     # -- stopping -------------------------------------------------------------------------
 
-    async def kill(self, grace: float) -> None:
+    async def kill(self, grace: float, *, quiet: bool = True) -> None:
         """SIGHUP every process group of the terminal's session, then SIGKILL whatever is left
-        after `grace` seconds; `done` is never told after this. Safe to call more than once."""
-        self._told = True
+        after `grace` seconds. `quiet`: `done` is never told after this (the terminal is
+        gone); otherwise it is, once the output drained. Safe to call more than once."""
+        if quiet:
+            self._told = True
         proc = self._proc
         if proc is None:
             return
@@ -233,7 +235,8 @@ class Pty:
             signal_session(sid, signal.SIGKILL)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._exited.wait(), grace)
-        self._close_fd()
+        if quiet:
+            self._close_fd()
 
 
 def session_groups(sid: int) -> set[int]:

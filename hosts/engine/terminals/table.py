@@ -71,9 +71,11 @@ class Terminals:
         cwd: Path,
         cols: int,
         rows: int,
+        command: str | None = None,
     ) -> LiveTerminal:
         """Start `shell` under a pty in `cwd` and open its channel; OSError if it cannot start
-        (nothing is opened then)."""
+        (nothing is opened then). With a `command`, the shell runs that alone (`-c`) and the
+        terminal exits with it."""
         state: dict[str, Any] = {
             "title": title,
             "cwd": cwd.as_uri(),
@@ -91,7 +93,7 @@ class Terminals:
             changed=lambda _: self.announce(),
         )
         env = shell_environment(self.settings.shell_env)
-        argv, extra = shell_command(shell, env)
+        argv, extra = shell_command(shell, env) if command is None else ([shell, "-c", command], {})
         terminal.pty = Pty(
             argv,
             cwd=cwd,
@@ -126,6 +128,7 @@ class Terminals:
         if terminal is None:
             return False
         terminal.disposed = True
+        terminal.ended.set()
         self._fanout.close(uri)
         self.announce()
         if terminal.pty is not None:
@@ -141,6 +144,7 @@ class Terminals:
         """Kill every terminal's processes, and wait for the kills under way."""
         for terminal in list(self._live.values()):
             terminal.disposed = True
+            terminal.ended.set()
             if terminal.pty is not None:
                 task = asyncio.get_running_loop().create_task(
                     terminal.pty.kill(self.settings.kill_grace_s)
