@@ -94,8 +94,10 @@ async def test_a_bang_message_runs_in_a_terminal_the_session_claims(
         {"type": "terminal", "resource": shown["resource"], "title": "ls"}
     ]
     listed = await client.wait_action(
-        lambda e: e["action"]["type"] == "root/terminalsChanged"
-        and any(t["resource"] == shown["resource"] for t in e["action"]["terminals"])
+        lambda e: (
+            e["action"]["type"] == "root/terminalsChanged"
+            and any(t["resource"] == shown["resource"] for t in e["action"]["terminals"])
+        )
     )
     info = next(t for t in listed["action"]["terminals"] if t["resource"] == shown["resource"])
     assert info["claim"] == {
