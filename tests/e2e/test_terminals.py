@@ -188,8 +188,12 @@ async def test_a_control_c_stops_the_command_running(server, connect):
     await client.initialize()
     uri = await open_terminal(client)
     start = len(client.actions)
-    await client.dispatch(uri, {"type": "terminal/input", "data": "sleep 30\r"})
+    # The job says when it runs: a ^C before it holds the terminal would reach the shell.
+    sleeper = "sh -c 'echo sleeping-now; exec sleep 30'"
+    await client.dispatch(uri, {"type": "terminal/input", "data": sleeper + "\r"})
     executed = await wait_after(client, start, on(uri, "terminal/commandExecuted"))
+    command_id = executed["action"]["commandId"]
+    await client.wait_for(lambda: "sleeping-now" in command_output(client, uri, command_id))
     await client.dispatch(uri, {"type": "terminal/input", "data": "\x03"})
     finished = await wait_after(
         client,
