@@ -225,6 +225,11 @@ class Pty:
         proc = self._proc
         if proc is None:
             return
+        if self._status is not None and self._eof:
+            # Reaped, and nothing holds the pty: its session is gone, and its number may be
+            # another process's by now.
+            self._close_fd()
+            return
         sid = int(proc.pid)
         deadline = time.monotonic() + grace
         signal_session(sid, signal.SIGHUP)
