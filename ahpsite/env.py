@@ -7,8 +7,10 @@ in any shell of the checkout read the same settings. The environment wins over t
 
 from __future__ import annotations
 
+import json
 import math
 import os
+import re
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -196,6 +198,28 @@ def env_dirs(name: str, default: Path) -> list[Path]:
     if not paths:
         raise EnvError(f"{name} names no directory")
     return paths
+
+
+_SHELL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def env_shell_env(name: str) -> dict[str, str | None]:
+    """A JSON object of shell variable names to text, or to null (take the name away)."""
+    raw = _raw(name)
+    if raw is None or raw.strip() == "":
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        raise EnvError(f"{name} must be a JSON object, got {raw!r}") from None
+    if not isinstance(value, dict):
+        raise EnvError(f"{name} must be a JSON object of variable names, got {raw!r}")
+    for key, item in value.items():
+        if not _SHELL_NAME.fullmatch(key):
+            raise EnvError(f"{name}: {key} is not a shell variable name")
+        if item is not None and not isinstance(item, str):
+            raise EnvError(f"{name}: {key} must be text or null")
+    return value
 
 
 def env_url(name: str, schemes: tuple[str, ...]) -> str | None:

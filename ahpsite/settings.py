@@ -27,6 +27,7 @@ from .env import (
     env_dirs,
     env_float,
     env_int,
+    env_shell_env,
     env_str,
     env_url,
     load_env_file,
@@ -106,6 +107,13 @@ AHPD_PATHS = env_dirs("AHPD_PATHS", Path.cwd())
 AHPD_RESOURCE_READ_LIMIT_BYTES = env_int(
     "AHPD_RESOURCE_READ_LIMIT_BYTES", 32 * 1024 * 1024, minimum=0
 )
+#: The most output a terminal holds for a client that subscribes late (its scrollback).
+AHPD_TERMINAL_SCROLLBACK_BYTES = env_int(
+    "AHPD_TERMINAL_SCROLLBACK_BYTES", 1024 * 1024, minimum=4096
+)
+#: What every terminal's shell gets in its environment beside the server's own (less the
+#: server's AHPD_ and DJANGO_ settings): a JSON object of name to text, null to take one away.
+AHPD_SHELL_ENV = env_shell_env("AHPD_SHELL_ENV")
 #: The operator's agents (a JSON file; see hosts/backends/config.py).
 AHPD_CONFIG = env_str("AHPD_CONFIG")
 if AHPD_CONFIG and not Path(AHPD_CONFIG).expanduser().is_file():

@@ -134,8 +134,14 @@ class TurnEvents(Protocol):
         message: str,
         output: str | None = None,
         error: str | None = None,
+        content: Sequence[Mapping[str, Any]] = (),
     ) -> None:
-        """The call finished; a failed call is completed with success False."""
+        """The call finished; a failed call is completed with success False. `content`: the
+        protocol's ToolResultContent items beside the output's text (a terminal's)."""
+
+    def tool_content(self, call_id: str, content: Sequence[Mapping[str, Any]]) -> None:
+        """What a running call shows so far (ToolResultContent: a terminal a client can
+        watch), replacing what it showed before."""
 
     def usage(
         self, *, input_tokens: int | None, output_tokens: int | None, model: str | None

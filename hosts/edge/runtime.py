@@ -22,6 +22,7 @@ from ..backends.base import Agent
 from ..backends.config import build_agents, load_agents
 from ..engine.host import Host, HostSettings
 from ..engine.router import Router
+from ..engine.terminals import TerminalSettings
 from ..store import DjangoDirectory, DjangoStore
 from . import relay
 
@@ -64,6 +65,10 @@ def host_settings() -> HostSettings:
             Path(path).expanduser()
             for path in (settings.AHPD_ENV_FILE, settings.AHPD_CONNECTION_TOKEN_FILE)
             if path
+        ),
+        terminals=TerminalSettings(
+            scrollback_bytes=settings.AHPD_TERMINAL_SCROLLBACK_BYTES,
+            shell_env=settings.AHPD_SHELL_ENV,
         ),
     )
 

@@ -63,8 +63,17 @@ SUBJECTS: dict[str, tuple[str, str, dict[str, str]]] = {
     ),
     "terminal": (
         "Terminals",
-        "Watch and drive terminals.",
-        {"read": READ, "input": WRITE, "create": WRITE, "dispose": WRITE},
+        "Watch terminals; open, type into, size, claim, rename, clear and close them.",
+        {
+            "output": READ,
+            "create": WRITE,
+            "dispose": WRITE,
+            "input": WRITE,
+            "resize": WRITE,
+            "claim": WRITE,
+            "rename": WRITE,
+            "clear": WRITE,
+        },
     ),
     "automation": (
         "Automations",
@@ -198,7 +207,10 @@ def advertised() -> dict[str, Any]:
 
 #: What a connection must hold to be told an action at all (and to read what it moves in a
 #: snapshot): root config's values are the host's settings.
-TOLD: dict[str, str] = {"root/configChanged": "config:settings"}
+TOLD: dict[str, str] = {
+    "root/configChanged": "config:settings",
+    "root/terminalsChanged": "terminal:output",
+}
 
 #: What subscribing to a channel of a kind needs (any one of). A chat's turns are part of what
 #: its session's state is, so a guest who may read sessions reads their chats too.
@@ -206,4 +218,5 @@ SUBSCRIBE: dict[str, tuple[str, ...]] = {
     "resourceWatch": ("file:watch",),
     "session": ("session:state",),
     "chat": ("chat:turns", "session:state"),
+    "terminal": ("terminal:output",),
 }

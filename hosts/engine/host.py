@@ -12,7 +12,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,9 @@ from .principal import root as principal_root
 from .resources.served import Served
 from .resources.watches import Watches
 from .sessions import Presence, Residency, Sessions, Turns
+from .sessions.local_commands import LocalCommands
+from .terminals import Terminals, TerminalSettings
+from .terminals.shells import chosen_shell
 from .writebehind import WriteBehind
 
 log = logging.getLogger("ahpd.engine")
@@ -82,6 +85,8 @@ class HostSettings:
     #: What is never served, wherever it lies (the env file, a token file); the state
     #: directory never is either.
     private_paths: tuple[Path, ...] = ()
+    #: The terminals' scrollback cap, the shells' environment, the grace of a kill.
+    terminals: TerminalSettings = field(default_factory=TerminalSettings)
 
 
 class Host:
@@ -120,6 +125,11 @@ class Host:
             ),
         )
         self.watches = Watches(self.fanout, self.served, settings.presence_grace_s)
+        self.terminals = Terminals(self.fanout, lambda: self.root, settings.terminals)
+        #: The terminals `!command` turns run in, in the shell a client's terminal opens.
+        self.local_commands = LocalCommands(
+            self.terminals, lambda: chosen_shell(self.root_value(root_config.DEFAULT_SHELL))
+        )
         self.presence = Presence(self.sessions, self.fanout, settings.presence_grace_s)
         self.residency = Residency(
             self.sessions,
@@ -132,6 +142,7 @@ class Host:
             self.residency,
             delta_window_ms=settings.delta_window_ms,
             state_dir=settings.state_dir,
+            local=self.local_commands,
         )
         #: Which engine holds a session: this one, until sessions are sharded.
         self.placement: Placement = placement or HereOnly()
@@ -227,6 +238,8 @@ class Host:
                 len(self.fanout.connections),
                 self.settings.close_wait_s,
             )
+        # A shell outlives no server: every terminal's process group is killed.
+        await self.terminals.stop()
         await self.sessions.shutdown()
         await self.watches.stop()
         await self.residency.drain()
@@ -353,6 +366,8 @@ class Host:
             if not conn.principal.may(grants.TOLD["root/configChanged"]):
                 # Root state shows a person only what their grants let them read.
                 state["config"] = {"schema": state["config"]["schema"], "values": {}}
+            if not conn.principal.may(grants.TOLD["root/terminalsChanged"]):
+                state.pop("terminals", None)
             state["_meta"] = {
                 **state.get("_meta", {}),
                 "ahpd.grants": grants.advertised(),

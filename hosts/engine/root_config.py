@@ -9,6 +9,7 @@ MIB = 1024 * 1024
 
 CLIENT_QUEUE_BYTES = "clientQueueBytes"
 REPLAY_BYTES = "replayBytes"
+DEFAULT_SHELL = "defaultShell"
 
 #: The least a byte bound may be pushed down to; 0 means no bound at all.
 BYTE_BOUND_FLOOR = MIB
@@ -37,6 +38,15 @@ def schema(*, client_queue_bytes: int, replay_bytes: int) -> dict[str, Any]:
                 ),
                 "default": replay_bytes,
             },
+            DEFAULT_SHELL: {
+                "type": "string",
+                "title": "Default shell",
+                "description": (
+                    "The shell a terminal opens: an absolute path on the server. Empty, or one "
+                    "that is not there: the server's login shell ($SHELL, else /bin/sh)."
+                ),
+                "default": "",
+            },
         },
     }
 
@@ -52,6 +62,8 @@ def check_push(config: Mapping[str, Any]) -> str | None:
     for key in (CLIENT_QUEUE_BYTES, REPLAY_BYTES):
         if key in config and (problem := check_byte_bound(key, config[key])) is not None:
             return problem
+    if DEFAULT_SHELL in config and not isinstance(config[DEFAULT_SHELL], str | None):
+        return f"{DEFAULT_SHELL} must be a path"
     return None
 
 

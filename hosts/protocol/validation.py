@@ -104,6 +104,41 @@ def positive_int(value: Any, method: str, name: str) -> int:
     return value
 
 
+#: A pty's rows and columns are unsigned shorts.
+MAX_TERMINAL_SIZE = 65535
+
+
+def terminal_size(value: Any, method: str, name: str, default: int) -> int:
+    """A terminal's cols or rows: 1 to 65535, `default` where none is given."""
+    if value is None:
+        return default
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_TERMINAL_SIZE:
+        raise invalid_params(f"{method}: {name} must be an integer from 1 to {MAX_TERMINAL_SIZE}")
+    return value
+
+
+def terminal_claim_problem(claim: Any) -> str | None:
+    """Why `claim` is no TerminalClaim (a client's, or a session's chat's), or None."""
+    if not isinstance(claim, dict):
+        return "claim must be a TerminalClaim object"
+    kind = claim.get("kind")
+    if kind == "client":
+        if not isinstance(claim.get("clientId"), str) or not claim["clientId"]:
+            return "a client's claim names its clientId"
+        return None
+    if kind == "session":
+        for key in ("session", "chat"):
+            if not isinstance(claim.get(key), str) or not claim[key]:
+                return f"a session's claim names its {key}"
+        for key in ("turnId", "toolCallId"):
+            if claim.get(key) is not None and not isinstance(claim[key], str):
+                return f"a session's claim's {key} must be a string"
+        return None
+    return "claim must be a client's or a session's"
+
+
 def working_directories(value: Any, method: str) -> list[str]:
     """A session's working folders: a list of file: URIs, one at the most (none: unnamed)."""
     if value is None:
@@ -242,6 +277,23 @@ def _pending_message_set(action: Mapping[str, Any]) -> str | None:
     return None
 
 
+def _terminal_resized(action: Mapping[str, Any]) -> str | None:
+    for key in ("cols", "rows"):
+        value = action.get(key)
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int):
+            return f"terminal/resized: {key} must be an integer"
+        if not 1 <= value <= MAX_TERMINAL_SIZE:
+            return f"terminal/resized: {key} must be from 1 to {MAX_TERMINAL_SIZE}"
+    return None
+
+
+def _terminal_claimed(action: Mapping[str, Any]) -> str | None:
+    problem = terminal_claim_problem(action.get("claim"))
+    return f"terminal/claimed: {problem}" if problem is not None else None
+
+
 def _active_client_set(action: Mapping[str, Any]) -> str | None:
     client = action.get("activeClient")
     if not isinstance(client, dict) or not isinstance(client.get("tools", []), list):
@@ -274,6 +326,10 @@ ACTION_SHAPES: dict[str, ShapeCheck] = {
     "chat/isReadChanged": _field("isRead", bool, _BOOLEAN),
     "chat/isArchivedChanged": _field("isArchived", bool, _BOOLEAN),
     "chat/truncated": _field("turnId", str, "must be a string", optional=True),
+    "terminal/input": _field("data", str, "must be a string"),
+    "terminal/resized": _terminal_resized,
+    "terminal/claimed": _terminal_claimed,
+    "terminal/titleChanged": _field("title", str, "must be a string"),
 }
 
 

@@ -46,6 +46,7 @@ async def test_a_replace_push_is_kept_whole(server, connect):
             "only": 1,
             "clientQueueBytes": 16 * 1024 * 1024,
             "replayBytes": 32 * 1024 * 1024,
+            "defaultShell": "",
         }
     finally:
         await again.close()

@@ -21,7 +21,12 @@ from hosts.protocol.reducers import reduce
 from tests.schema_check import check_server_frame
 from tests.support.server import TOKEN
 
-STATE_KINDS = {"ahp-root": "root", "ahp-session": "session", "ahp-chat": "chat"}
+STATE_KINDS = {
+    "ahp-root": "root",
+    "ahp-session": "session",
+    "ahp-chat": "chat",
+    "ahp-terminal": "terminal",
+}
 
 
 class RpcError(Exception):
@@ -117,10 +122,13 @@ class Client:
             else:
                 self.notifications.append((frame["method"], params))
         elif request_id in self._pending:
-            _, future = self._pending.pop(request_id)
+            method, future = self._pending.pop(request_id)
             if "error" in frame:
                 future.set_exception(RpcError(frame["error"]))
             else:
+                # Taken here, in the order frames came: an action right behind the answer is
+                # reduced onto its snapshot, not dropped before the requester wakes.
+                self._took(method, frame["result"])
                 future.set_result(frame["result"])
         elif "error" in frame:
             self._errors_without_id.append(frame["error"])
@@ -150,7 +158,10 @@ class Client:
         await self.send_raw(
             {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params or {}}
         )
-        result = await asyncio.wait_for(future, timeout)
+        return await asyncio.wait_for(future, timeout)
+
+    def _took(self, method: str, result: Any) -> None:
+        """What an answer tells about the channels watched: their snapshots."""
         if method == "initialize":
             for snapshot in result["snapshots"]:
                 self._remember_snapshot(snapshot)
@@ -160,7 +171,6 @@ class Client:
         elif method == "reconnect" and result["type"] == "snapshot":
             for snapshot in result["snapshots"]:
                 self._remember_snapshot(snapshot)
-        return result
 
     async def send_raw(self, message: Any) -> None:
         await self.ws.send(

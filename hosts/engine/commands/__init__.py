@@ -13,7 +13,7 @@ from typing import Any
 
 from ..connection import Connection
 from ..host import Host
-from . import chats, dispatch, handshake, resources, sessions, subscriptions
+from . import chats, dispatch, handshake, resources, sessions, subscriptions, terminals
 
 Handler = Callable[[Host, Connection, dict[str, Any]], Awaitable[Any]]
 
@@ -54,4 +54,6 @@ COMMANDS: dict[str, Command] = {
     "resourceCopy": Command(resources.resource_copy, "file:copy"),
     "resourceMove": Command(resources.resource_move, "file:move"),
     "createResourceWatch": Command(resources.create_resource_watch, "file:watch"),
+    "createTerminal": Command(terminals.create_terminal, FRESH),
+    "disposeTerminal": Command(terminals.dispose_terminal, FRESH),
 }

@@ -21,6 +21,7 @@ from ..gate import readable
 from ..host import Host
 from ..principal import USERS_RESOURCE, USERS_RESOURCE_METADATA
 from ..replay import Entry
+from ..sessions.local_commands import PREFIX
 
 #: Below this a replay is never weighed against the snapshots.
 REPLAY_ALWAYS_BYTES = 64 * 1024
@@ -130,6 +131,8 @@ async def initialize(host: Host, conn: Connection, params: dict[str, Any]) -> di
         "defaultDirectory": host.served.default.as_uri(),
         # Without them VS Code never asks for completions: `/` commands, `@` files, `#` refs.
         "completionTriggerCharacters": ["/", "@", "#"],
+        # A chat message starting with it runs as this host's own command, in a terminal.
+        "terminalCommandPrefix": PREFIX,
     }
 
 

@@ -13,9 +13,10 @@ from .not_yet import NOT_YET_RULES
 from .root_rules import ROOT_RULES
 from .rule import DROP, ECHO, ActionRule, Dispatch
 from .session_rules import SESSION_RULES
+from .terminal_rules import TERMINAL_RULES
 
 RULES: dict[str, ActionRule] = {}
-for _rule in (*ROOT_RULES, *SESSION_RULES, *CHAT_RULES, *NOT_YET_RULES):
+for _rule in (*ROOT_RULES, *SESSION_RULES, *CHAT_RULES, *TERMINAL_RULES, *NOT_YET_RULES):
     assert _rule.type not in RULES, f"two rules for {_rule.type}"
     RULES[_rule.type] = _rule
 

@@ -149,7 +149,12 @@ CHAT_RULES = (
     ActionRule(
         "chat/toolCallComplete", refusal=_words(CONTRIBUTOR_ONLY), not_yet=True, said_by_host=True
     ),
-    ActionRule("chat/toolCallContentChanged", refusal=_words(CONTRIBUTOR_ONLY), not_yet=True),
+    ActionRule(
+        "chat/toolCallContentChanged",
+        refusal=_words(CONTRIBUTOR_ONLY),
+        not_yet=True,
+        said_by_host=True,
+    ),
     ActionRule("chat/inputAnswerChanged", refusal=_no_input_request, not_yet=True),
     ActionRule("chat/inputCompleted", refusal=_no_input_request, not_yet=True),
     ActionRule(

@@ -134,3 +134,6 @@ async def do_dispose_session(host: Host, caller: Caller, uri: str) -> None:
     session = session_of(host, uri)
     caller.may_in(session, "session:dispose")
     await host.sessions.dispose(session)
+    # The terminals it claimed go with it, each said as it goes.
+    for terminal in host.terminals.claimed_by_session(session.record.uri):
+        host.terminals.dispose(terminal.uri)

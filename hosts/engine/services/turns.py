@@ -8,6 +8,7 @@ from ...protocol.errors import ErrorCode, ProtocolError, invalid_params
 from ...protocol.validation import text_message_problem, user_message_problem
 from ..host import Host
 from ..sessions import LiveChat
+from ..sessions.local_commands import command_of
 from .caller import Caller, session_of, user_message, with_sender
 
 
@@ -28,7 +29,9 @@ def do_start_turn(host: Host, caller: Caller, chat: LiveChat, action: dict[str, 
     state and runs once the work in front of it is done.
     """
     caller.may_in(chat.session, "chat:send")
-    room_for_agent(host, chat.session.record.owner, chat.session.record.provider, chat)
+    if command_of(str(action["message"].get("text", ""))) is None:
+        # A ! command is run by no agent: it needs no room for one.
+        room_for_agent(host, chat.session.record.owner, chat.session.record.provider, chat)
     return host.turns.begin(chat, action, origin=caller.origin, sender=caller.sender)
 
 
@@ -46,7 +49,8 @@ def do_send_message(
         if (reason := user_message_problem(message, method)) is not None:
             raise invalid_params(reason)
         message = with_sender(message, caller.principal.ref)
-    room_for_agent(host, chat.session.record.owner, chat.session.record.provider, chat)
+    if command_of(str(message.get("text", ""))) is None:
+        room_for_agent(host, chat.session.record.owner, chat.session.record.provider, chat)
     return host.turns.begin_message(chat, message)
 
 

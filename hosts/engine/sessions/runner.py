@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from ...backends.base import PermissionAnswer, PermissionOption
@@ -251,6 +251,7 @@ class TurnRunner:
         message: str,
         output: str | None = None,
         error: str | None = None,
+        content: Sequence[Mapping[str, Any]] = (),
     ) -> None:
         if self.ended:
             return
@@ -261,8 +262,10 @@ class TurnRunner:
             return
         self.calls[call_id] = "done"
         result: dict[str, Any] = {"success": success, "pastTenseMessage": message}
-        if output:
-            result["content"] = [{"type": "text", "text": output}]
+        items = [{"type": "text", "text": output}] if output else []
+        items += [dict(item) for item in content]
+        if items:
+            result["content"] = items
         if error:
             result["error"] = {"message": error}
         self._say(
@@ -271,6 +274,18 @@ class TurnRunner:
                 "turnId": self.turn_id,
                 "toolCallId": call_id,
                 "result": result,
+            }
+        )
+
+    def tool_content(self, call_id: str, content: Sequence[Mapping[str, Any]]) -> None:
+        if self.ended or self.calls.get(call_id) != "running":
+            return
+        self._say(
+            {
+                "type": "chat/toolCallContentChanged",
+                "turnId": self.turn_id,
+                "toolCallId": call_id,
+                "content": [dict(item) for item in content],
             }
         )
 

@@ -21,6 +21,7 @@ from ...protocol.reducers import reduce
 from ...protocol.shapes import Origin
 from ..clock import now_ms
 from .live import INTERRUPTED, LiveChat
+from .local_commands import LocalCommands, command_of
 from .pending import PendingMessages
 from .records import file_path, iso
 from .residency import Residency
@@ -39,11 +40,14 @@ class Turns(PendingMessages):
         *,
         delta_window_ms: int,
         state_dir: Path | None,
+        local: LocalCommands,
     ):
         self._sessions = sessions
         self._residency = residency
         self._window_ms = delta_window_ms
         self._state_dir = state_dir
+        #: What runs a `!command` turn in a terminal, in the backend's place.
+        self.local = local
         #: What the turns came to, for the operator.
         self.tally = TurnTally()
         #: Set once the host is on its way out: a turn said from then on ends unrun.
@@ -169,10 +173,12 @@ class Turns(PendingMessages):
         title: str | None = None,
     ) -> None:
         completed = False
+        # A ! command is this host's own: run at once, whatever else runs, by no agent.
+        local = self.local.command_for(chat, request.text)
         try:
             if title is not None:
                 await self._say_title(chat, title)
-            if previous is not None and not previous.done():
+            if previous is not None and not previous.done() and local is None:
                 # A turn said while other work runs in the chat runs once that is done.
                 await asyncio.wait([previous])
             if runner.ended:
@@ -181,7 +187,7 @@ class Turns(PendingMessages):
                 runner.end("error", INTERRUPTED, "executionInterrupted")
                 return
             try:
-                agent_chat = await self._agent_chat(chat)
+                agent_chat = local or await self._agent_chat(chat)
             except Exception as exc:
                 message = str(exc) if isinstance(exc, BackendError) else f"The agent failed: {exc}"
                 if not isinstance(exc, BackendError):
@@ -202,6 +208,7 @@ class Turns(PendingMessages):
             log.exception("turn %s of %s failed", request.turn_id, chat.record.uri)
             await self._end(chat, runner, "error", f"The agent failed: {exc}")
         finally:
+            self.local.done(chat, local)
             self._finish(chat, runner, take_queued=completed)
 
     async def _agent_chat(self, chat: LiveChat) -> AgentChat:
@@ -216,7 +223,8 @@ class Turns(PendingMessages):
             history = [
                 {"user": t["message"].get("text", ""), "assistant": _assistant_text(t)}
                 for t in chat.record.turns
-                if t.get("state") == "complete"
+                # A ! command's turn was this host's, never the model's.
+                if t.get("state") == "complete" and command_of(t["message"].get("text", "")) is None
             ]
             state_dir = None
             if self._state_dir is not None:
@@ -323,6 +331,7 @@ class Turns(PendingMessages):
         agent_chat = chat.agent_chat
         if agent_chat is not None:
             asyncio.get_running_loop().create_task(_cancel(chat.record.uri, agent_chat))
+        self.local.stop(chat)
         return runner.turn_id
 
     async def stop_kept(self, chat: LiveChat) -> str | None:

@@ -1,0 +1,84 @@
+"""Opening and closing a host terminal: a shell on the server, run as the server's user."""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from ...protocol.errors import ErrorCode, ProtocolError, invalid_params
+from ...protocol.uris import kind_of
+from ...protocol.validation import checked_uri, terminal_claim_problem, terminal_size
+from ..host import Host
+from ..root_config import DEFAULT_SHELL
+from ..terminals import LiveTerminal
+from ..terminals.shells import chosen_shell, folder_of
+from .caller import Caller, session_of
+
+log = logging.getLogger("ahpd.terminals")
+
+
+def do_create_terminal(
+    host: Host,
+    caller: Caller,
+    uri: str,
+    *,
+    claim: Any,
+    name: Any = None,
+    cwd: Any = None,
+    cols: Any = None,
+    rows: Any = None,
+) -> LiveTerminal:
+    """Open a terminal under the URI the client chose: root config's defaultShell (else the
+    login shell) under a pty, in the folder `cwd` names where it is one inside the served
+    folders, else the first served folder; said to the root's watchers with the whole list."""
+    caller.may("terminal:create")
+    if kind_of(uri) != "terminal":
+        raise invalid_params(f"Terminal URI must use the ahp-terminal scheme: {uri}")
+    checked_uri(uri, "createTerminal: channel")
+    if (problem := terminal_claim_problem(claim)) is not None:
+        raise invalid_params(f"createTerminal: {problem}")
+    if claim["kind"] == "session":
+        # A terminal claimed for a session is work in that session: its grants, there.
+        caller.may_in(session_of(host, claim["session"]), "chat:send")
+    if name is not None and not isinstance(name, str):
+        raise invalid_params("createTerminal: name must be a string")
+    width = terminal_size(cols, "createTerminal", "cols", 80)
+    height = terminal_size(rows, "createTerminal", "rows", 24)
+    if host.fanout.has(uri):
+        raise ProtocolError(ErrorCode.ALREADY_EXISTS, f"Terminal already exists: {uri}")
+    folder = _folder(host, cwd)
+    shell = chosen_shell(host.root_value(DEFAULT_SHELL))
+    try:
+        return host.terminals.open(
+            uri,
+            claim=claim,
+            title=name or os.path.basename(shell),
+            shell=shell,
+            cwd=folder,
+            cols=width,
+            rows=height,
+        )
+    except OSError as exc:
+        log.warning("terminal %s: %s did not start: %s", uri, shell, exc)
+        raise ProtocolError(
+            ErrorCode.INTERNAL_ERROR, f"createTerminal: {shell} did not start: {exc}"
+        ) from None
+
+
+def _folder(host: Host, cwd: Any) -> Path:
+    """Where a terminal starts: the folder named, when it is one inside the fence (a client's
+    own folder, not on this machine, is no error: the shell starts in the first served one)."""
+    named = folder_of(cwd)
+    if named is not None and host.served.holds(Path(os.path.realpath(named))):
+        return named
+    return host.served.default
+
+
+def do_dispose_terminal(host: Host, caller: Caller, uri: str) -> None:
+    """Close a terminal: its channel goes, the root's list is said without it, and its
+    process group is killed (SIGHUP, then SIGKILL after a grace)."""
+    caller.may("terminal:dispose")
+    if not host.terminals.dispose(uri):
+        raise ProtocolError(ErrorCode.SESSION_NOT_FOUND, f"Resource not found: {uri}")

@@ -1,0 +1,123 @@
+"""Terminals without a socket: the marks read out of the output, the scrollback's cap, the
+shell's environment, and a host that stops killing every terminal it runs."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from hosts.engine.host import Host, HostSettings
+from hosts.engine.ports import MemoryStore
+from hosts.engine.services import Caller
+from hosts.engine.services.terminals import do_create_terminal
+from hosts.engine.terminals import LiveTerminal, TerminalSettings
+from hosts.engine.terminals.marks import Mark, MarkParser, command_line, cwd_uri
+from hosts.engine.terminals.pty import session_groups
+from hosts.engine.terminals.scrollback import content_bytes, trimmed
+from hosts.engine.terminals.shells import chosen_shell, folder_of, shell_environment
+
+
+def test_the_marks_are_taken_out_of_the_output_and_the_rest_passes_as_it_came():
+    pieces = MarkParser().feed(b"a\x1b]133;A\x07$ \x1b]0;title\x07b\x1b]7;file://h/tmp\x1b\\c")
+    title = b"$ \x1b]0;title\x07b"
+    assert pieces == [b"a", Mark("133", "A"), title, Mark("7", "file://h/tmp"), b"c"]
+
+
+def test_a_mark_split_across_reads_is_held_until_its_end_arrives():
+    parser = MarkParser()
+    assert parser.feed(b"out\x1b") == [b"out"]
+    assert parser.feed(b"]133;D") == []
+    assert parser.feed(b";1\x07next") == [Mark("133", "D;1"), b"next"]
+
+
+def test_an_unended_escape_past_the_bound_is_output():
+    parser = MarkParser()
+    assert parser.feed(b"\x1b]133;" + b"x" * 5000) == [b"\x1b]133;" + b"x" * 5000]
+
+
+def test_the_command_line_is_read_back_off_what_the_line_editor_drew():
+    assert command_line("echo hi\r\n\x1b[?2004l\r") == "echo hi"
+    assert command_line("ech\b \bho x\r\n") == "echo x"
+    assert command_line("\x1b[32mls\x1b[0m -l\x1b[2D\x1b[K-a\r\n") == "ls -a"
+
+
+def test_osc_7_names_a_folder_without_its_host():
+    assert cwd_uri("file://box/home/me/a%20b") == "file:///home/me/a%20b"
+    assert cwd_uri("http://box/x") is None
+
+
+def test_the_scrollback_keeps_the_recent_output_and_a_running_commands_part():
+    content = [
+        {"type": "unclassified", "value": "old\n" * 100},
+        {"type": "command", "commandId": "1", "commandLine": "x", "output": "y" * 50,
+         "timestamp": 0, "isComplete": False},
+    ]  # fmt: skip
+    kept = trimmed(content, 60)
+    assert content_bytes(kept) <= 60
+    assert kept[-1]["commandId"] == "1" and kept[-1]["output"] == "y" * 50
+    assert kept[0]["value"].startswith("old\n")
+    everything_gone = trimmed(content, 10)
+    assert everything_gone == [{**content[1], "output": "y" * 10}]
+
+
+def test_a_shell_gets_the_servers_environment_without_its_settings_and_with_shell_env(
+    monkeypatch,
+):
+    monkeypatch.setenv("AHPD_CONNECTION_TOKEN", "secret")
+    monkeypatch.setenv("KEEP_ME", "1")
+    monkeypatch.setenv("DROP_ME", "1")
+    env = shell_environment({"ADDED": "yes", "DROP_ME": None})
+    assert "AHPD_CONNECTION_TOKEN" not in env and "DROP_ME" not in env
+    assert env["KEEP_ME"] == "1" and env["ADDED"] == "yes" and env["TERM"]
+
+
+def test_a_default_shell_that_is_not_here_falls_back_to_the_login_shell(monkeypatch):
+    monkeypatch.setenv("SHELL", "/bin/sh")
+    assert chosen_shell("/no/such/shell") == "/bin/sh"
+    assert chosen_shell("") == "/bin/sh"
+    bash = shutil.which("bash")
+    assert bash is not None and chosen_shell(bash) == bash
+
+
+def test_a_cwd_is_a_folder_here_or_nothing(tmp_path: Path):
+    assert folder_of(tmp_path.as_uri()) == tmp_path
+    assert folder_of((tmp_path / "missing").as_uri()) is None
+    assert folder_of("ahp-session:/x") is None
+
+
+@pytest.fixture
+def fast_kill() -> TerminalSettings:
+    return TerminalSettings(kill_grace_s=0.5)
+
+
+async def test_a_host_that_stops_kills_every_terminal(fast_kill, monkeypatch):
+    monkeypatch.setenv("SHELL", "/bin/sh")
+    started = asyncio.Event()
+    read = LiveTerminal.output
+
+    def output(self: LiveTerminal, raw: bytes) -> None:
+        read(self, raw)
+        if b"started" in raw:
+            started.set()
+
+    monkeypatch.setattr(LiveTerminal, "output", output)
+    host = Host(MemoryStore(), HostSettings(terminals=fast_kill, close_wait_s=0.1))
+    await host.start()
+    caller = Caller(host.root_principal)
+    terminal = do_create_terminal(
+        host, caller, "ahp-terminal:/stop", claim={"kind": "client", "clientId": "c"}
+    )
+    assert terminal.pty is not None
+    pid = terminal.pty.pid
+    # A job that ignores SIGHUP, in the shell's session.
+    terminal.write("trap '' HUP; sleep 1000 & echo started\n")
+    await asyncio.wait_for(started.wait(), 10)
+    assert len(session_groups(pid)) >= 1
+    await host.stop()
+    assert session_groups(pid) == set()
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
