@@ -107,6 +107,11 @@ AHPD_PATHS = env_dirs("AHPD_PATHS", Path.cwd())
 AHPD_RESOURCE_READ_LIMIT_BYTES = env_int(
     "AHPD_RESOURCE_READ_LIMIT_BYTES", 32 * 1024 * 1024, minimum=0
 )
+# A file attached to a message is read for its agent up to this size; a larger one is left
+# as sent (named by its label and URI).
+AHPD_ATTACHMENT_FETCH_LIMIT_BYTES = env_int(
+    "AHPD_ATTACHMENT_FETCH_LIMIT_BYTES", 32 * 1024 * 1024, minimum=0
+)
 #: The most output a terminal holds for a client that subscribes late (its scrollback).
 AHPD_TERMINAL_SCROLLBACK_BYTES = env_int(
     "AHPD_TERMINAL_SCROLLBACK_BYTES", 1024 * 1024, minimum=4096

@@ -76,11 +76,28 @@ class ChatContext:
 
 
 @dataclass(frozen=True, slots=True)
+class Attachment:
+    """What a message carried beside its text, as the host found it: a text file's content
+    (or what its producer says the model should read), an image's bytes, or, where the host
+    has no copy, only its label and URI, left as sent."""
+
+    label: str
+    uri: str | None = None
+    text: str | None = None
+    image: bytes | None = None
+    mime: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class TurnRequest:
     turn_id: str
     text: str
     #: The model the message asked for, if any.
     model: str | None = None
+    #: The message's attachments as the client sent them (the protocol's MessageAttachment).
+    sent: tuple[Mapping[str, Any], ...] = ()
+    #: The same, as the host found them (sessions/attachments.py), before the turn runs.
+    attachments: tuple[Attachment, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -60,6 +60,7 @@ def host_settings() -> HostSettings:
         agents_per_person=settings.AHPD_AGENTS_PER_PERSON,
         served_paths=tuple(settings.AHPD_PATHS),
         resource_read_limit=settings.AHPD_RESOURCE_READ_LIMIT_BYTES,
+        attachment_fetch_limit=settings.AHPD_ATTACHMENT_FETCH_LIMIT_BYTES,
         # Settings files hold secrets (a token, the secret key) and may lie in a served folder.
         private_paths=tuple(
             Path(path).expanduser()

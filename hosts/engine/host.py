@@ -37,6 +37,7 @@ from .principal import root as principal_root
 from .resources.served import Served
 from .resources.watches import Watches
 from .sessions import Presence, Residency, Sessions, Turns
+from .sessions.attachments import Attachments
 from .sessions.local_commands import LocalCommands
 from .terminals import Terminals, TerminalSettings
 from .terminals.shells import chosen_shell
@@ -85,6 +86,9 @@ class HostSettings:
     #: What is never served, wherever it lies (the env file, a token file); the state
     #: directory never is either.
     private_paths: tuple[Path, ...] = ()
+    #: A file attached to a message is read for its agent up to this many bytes
+    #: (AHPD_ATTACHMENT_FETCH_LIMIT_BYTES); a larger one is left as sent.
+    attachment_fetch_limit: int = 32 * root_config.MIB
     #: The terminals' scrollback cap, the shells' environment, the grace of a kill.
     terminals: TerminalSettings = field(default_factory=TerminalSettings)
 
@@ -143,6 +147,7 @@ class Host:
             delta_window_ms=settings.delta_window_ms,
             state_dir=settings.state_dir,
             local=self.local_commands,
+            attachments=Attachments(self.served, settings.attachment_fetch_limit),
         )
         #: Which engine holds a session: this one, until sessions are sharded.
         self.placement: Placement = placement or HereOnly()

@@ -31,6 +31,7 @@ Set `FAKE_ACP_REQUIRE_AUTH=1` to make sessions need `authenticate(method_id="fak
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
 import uuid
@@ -52,6 +53,7 @@ from acp.schema import (
     LoadSessionResponse,
     NewSessionResponse,
     PermissionOption,
+    PromptCapabilities,
     PromptResponse,
     SessionConfigOptionSelect,
     SessionConfigSelectOption,
@@ -89,6 +91,18 @@ def _model_option() -> SessionConfigOptionSelect:
             SessionConfigSelectOption(value="fake-large", name="Fake Large"),
         ],
     )
+
+
+def _described(block: Any) -> str:
+    """A prompt block as `heard` says it: a text's text; what else a prompt carries, named."""
+    kind = getattr(block, "type", "")
+    if kind == "image":
+        return f"[image {block.mime_type} {len(base64.b64decode(block.data))} bytes]"
+    if kind == "resource":
+        return f"[resource {block.resource.uri}] {getattr(block.resource, 'text', '')}"
+    if kind == "resource_link":
+        return f"[link {block.uri}]"
+    return str(getattr(block, "text", ""))
 
 
 class FakeAgent:
@@ -151,7 +165,8 @@ class FakeAgent:
         return InitializeResponse(
             protocol_version=acp.PROTOCOL_VERSION,
             agent_capabilities=AgentCapabilities(
-                load_session=not os.environ.get("FAKE_ACP_NO_LOAD")
+                load_session=not os.environ.get("FAKE_ACP_NO_LOAD"),
+                prompt_capabilities=PromptCapabilities(image=True, embedded_context=True),
             ),
             auth_methods=[AuthMethodAgent(id=AUTH_METHOD, name="Fake login")],
             agent_info=Implementation(name="fake-acp-agent", title="Fake ACP agent", version="1"),
@@ -198,8 +213,9 @@ class FakeAgent:
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
         data = self._load(session_id)
         cwd = Path(data["cwd"])
-        blocks = [getattr(block, "text", "") for block in prompt]
-        text = blocks[-1].strip() if blocks else ""
+        blocks = [_described(block) for block in prompt]
+        texts = [block.text for block in prompt if getattr(block, "type", "") == "text"]
+        text = texts[-1].strip() if texts else ""
         cancelled = self._cancelled[session_id] = asyncio.Event()
         words = text.split()
         verb = words[0] if words else ""

@@ -3,6 +3,7 @@ server speaking the chat-completions stream (tests/support/fake_openai.py)."""
 
 from __future__ import annotations
 
+import base64
 import json
 import tempfile
 import uuid
@@ -772,3 +773,35 @@ async def test_a_session_disposed_while_its_turn_runs_stays_gone_after_a_restart
     finally:
         await again.close()
         again.assert_schema_clean()
+
+
+async def test_attachments_reach_the_model_inlined_or_as_images(server, connect, model, workdir):
+    client = await connect(server.url)
+    await client.initialize()
+    _, chat = await new_session(client, workdir)
+    (workdir / "plan.md").write_text("step one, step two")
+    png = bytes([0x89, 0x50, 0x4E, 0x47, 0, 1, 2, 3])
+    action = turn("what do these say?")
+    action["message"]["attachments"] = [
+        {"type": "resource", "uri": (workdir / "plan.md").as_uri(), "label": "plan.md"},
+        {
+            "type": "embeddedResource",
+            "label": "dot.png",
+            "data": base64.b64encode(png).decode(),
+            "contentType": "image/png",
+        },
+        {"type": "resource", "uri": "file:///etc/passwd", "label": "passwd"},
+    ]
+    await client.dispatch_and_wait(chat, action)
+    end = await client.wait_action(ended(chat, action["turnId"]), timeout=30)
+    assert end["action"]["type"] == "chat/turnComplete"
+    [asked] = [m for m in model.requests[-1]["messages"] if m["role"] == "user"][-1:]
+    text, image = asked["content"]
+    assert text["text"].startswith("what do these say?")
+    assert '<attachment name="plan.md"' in text["text"] and "step one, step two" in text["text"]
+    # Outside the fence: named, never read.
+    assert "[attached: passwd (file:///etc/passwd), not read by the host]" in text["text"]
+    assert "root:" not in text["text"]
+    assert image["image_url"]["url"] == "data:image/png;base64," + base64.b64encode(png).decode()
+    kept = client.tracked[chat][0]["turns"][-1]["message"]["attachments"]
+    assert [a["label"] for a in kept] == ["plan.md", "dot.png", "passwd"]

@@ -3,6 +3,7 @@ a real subprocess by the server, end to end over the socket."""
 
 from __future__ import annotations
 
+import base64
 import json
 import sys
 import tempfile
@@ -395,3 +396,36 @@ async def test_a_truncation_gives_the_agent_the_kept_turns_and_a_restart_resumes
     finally:
         await again.close()
         again.assert_schema_clean()
+
+
+async def test_attachments_reach_the_agent_as_its_prompt_capabilities_allow(
+    server, connect, workdir
+):
+    client = await connect(server.url)
+    await client.initialize()
+    _, chat = await acp_session(client, workdir)
+    (workdir / "notes.txt").write_text("the notes")
+    png = bytes([0x89, 0x50, 0x4E, 0x47, 0, 1, 2, 3])
+    elsewhere = "vscode-agent-client://client-1/file//home/me/y.txt"
+    action = turn("heard")
+    action["message"]["attachments"] = [
+        {"type": "resource", "uri": (workdir / "notes.txt").as_uri(), "label": "notes.txt"},
+        {
+            "type": "embeddedResource",
+            "label": "dot.png",
+            "data": base64.b64encode(png).decode(),
+            "contentType": "image/png",
+        },
+        {"type": "resource", "uri": elsewhere, "label": "y.txt"},
+        {"type": "simple", "label": "selection", "modelRepresentation": "selected text"},
+    ]
+    await client.dispatch_and_wait(chat, action)
+    await client.wait_action(ended(chat, action["turnId"]), timeout=30)
+    prompts = json.loads(last_reply(client, chat).removeprefix("heard: "))
+    assert prompts[-1] == [
+        f"[resource {(workdir / 'notes.txt').as_uri()}] the notes",
+        "[image image/png 8 bytes]",
+        f"[link {elsewhere}]",
+        '<attachment name="selection">\nselected text\n</attachment>',
+        "heard",
+    ]

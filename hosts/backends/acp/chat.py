@@ -20,6 +20,7 @@ from hosts.backends.base import BackendError, ChatContext, TurnEnd, TurnEvents, 
 from .agent_process import SHUTDOWN_GRACE_S
 from .errors import AgentGone, describe
 from .history import earlier_conversation
+from .prompt import attachment_blocks
 from .session import AcpSession
 from .turn import Turn, ending
 
@@ -85,6 +86,15 @@ class AcpChat(AcpSession):
                 return [earlier, text]
         return [text]
 
+    def _prompt_blocks(self, request: TurnRequest) -> list[Any]:
+        """The kept turns (where due), the message's attachments, then the message itself."""
+        *earlier, text = self._prompt_texts(request.text)
+        return [
+            *(acp.text_block(part) for part in earlier),
+            *attachment_blocks(request.attachments, self.prompt_capabilities),
+            acp.text_block(text),
+        ]
+
     async def _prompt(self, turn: Turn, request: TurnRequest) -> TurnEnd:
         conn = self._link.conn
         assert conn is not None
@@ -92,7 +102,7 @@ class AcpChat(AcpSession):
         prompt = asyncio.ensure_future(
             conn.prompt(
                 session_id=self._session,
-                prompt=[acp.text_block(part) for part in self._prompt_texts(request.text)],
+                prompt=self._prompt_blocks(request),
             )
         )
         cancelled = asyncio.ensure_future(turn.cancelled.wait())

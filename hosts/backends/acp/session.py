@@ -70,6 +70,8 @@ class AcpSession:
         self.client = HostClient(Fence(context.working_directories), terminal_env, self._ask)
         self._link = AgentProcess(self._name)
         self._facts = SessionFacts()
+        #: What the agent said its prompts may carry beside text (images, embedded files).
+        self.prompt_capabilities: Any = None
         self._model: str | None = None
         self._mode: str | None = None
         #: While a session is being loaded: its replayed history is not a turn's.
@@ -136,6 +138,7 @@ class AcpSession:
         if self._config.auth_method:
             await link.rpc(conn.authenticate(method_id=self._config.auth_method))
         capabilities = init.agent_capabilities
+        self.prompt_capabilities = capabilities.prompt_capabilities if capabilities else None
         can_load = bool(capabilities and capabilities.load_session)
         sessions = capabilities.session_capabilities if capabilities else None
         # More than one working directory only where the agent said it takes them.

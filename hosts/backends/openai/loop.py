@@ -25,6 +25,7 @@ from hosts.backends.base import (
 )
 from hosts.backends.fence import Fence
 
+from .message import user_message
 from .sandbox import Sandbox
 from .stream import PendingCall, Reply, Usage, assistant_message, stream_reply
 from .tools import PERMISSION_MODES, TOOLS, ToolError, parse_arguments, title
@@ -148,7 +149,7 @@ class OpenAiChat:
         model = self._model(request)
         if not model:
             return TurnEnd("error", f"No model is configured for {self._config.display_name}.")
-        self._messages.append({"role": "user", "content": request.text})
+        self._messages.append(user_message(request))
         usage = Usage()
         reply = Reply()
         try:

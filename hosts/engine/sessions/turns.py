@@ -20,6 +20,7 @@ from ...backends.base import AgentChat, BackendError, ChatContext, TurnRequest
 from ...protocol.reducers import reduce
 from ...protocol.shapes import Origin
 from ..clock import now_ms
+from .attachments import Attachments, turn_request
 from .live import INTERRUPTED, LiveChat
 from .local_commands import LocalCommands, command_of
 from .pending import PendingMessages
@@ -41,6 +42,7 @@ class Turns(PendingMessages):
         delta_window_ms: int,
         state_dir: Path | None,
         local: LocalCommands,
+        attachments: Attachments,
     ):
         self._sessions = sessions
         self._residency = residency
@@ -48,6 +50,8 @@ class Turns(PendingMessages):
         self._state_dir = state_dir
         #: What runs a `!command` turn in a terminal, in the backend's place.
         self.local = local
+        #: What finds a message's attachments before its turn runs (the host's, in its fence).
+        self.attachments = attachments
         #: What the turns came to, for the operator.
         self.tally = TurnTally()
         #: Set once the host is on its way out: a turn said from then on ends unrun.
@@ -125,7 +129,7 @@ class Turns(PendingMessages):
         runner.on_said = lambda: self._keep_running(chat, runner, position)
         previous = chat.task
         chat.task = asyncio.get_running_loop().create_task(
-            self._run(chat, runner, TurnRequest(turn_id, text, _model(action)), previous, title)
+            self._run(chat, runner, turn_request(turn_id, text, action), previous, title)
         )
 
     def _keep_running(self, chat: LiveChat, runner: TurnRunner, position: int) -> None:
@@ -196,7 +200,7 @@ class Turns(PendingMessages):
                 await self._sessions.announce(chat.session, failure=message)
                 return
             await self._sessions.announce(chat.session)
-            end = await agent_chat.run_turn(request, runner)
+            end = await agent_chat.run_turn(await self.attachments.found(request), runner)
             completed = end.state == "complete" and not runner.ended
             await self._end(chat, runner, end.state, end.message)
         except BackendError as exc:
@@ -390,11 +394,4 @@ def _sender(action: Mapping[str, Any]) -> str | None:
     for meta in (action.get("_meta"), (action.get("message") or {}).get("_meta")):
         if isinstance(meta, dict) and isinstance(meta.get("ahpd.sender"), str):
             return str(meta["ahpd.sender"])
-    return None
-
-
-def _model(action: Mapping[str, Any]) -> str | None:
-    model = action.get("message", {}).get("model")
-    if isinstance(model, dict) and isinstance(model.get("id"), str):
-        return str(model["id"])
     return None

@@ -1,0 +1,96 @@
+"""A turn's request, and what its message's attachments hold, found before the turn runs.
+
+A resource attachment naming a `file:` inside the served folders is read by the host (up to
+the fetch limit, off the event loop); an embedded one is decoded; a simple one carries what
+its producer says the model should read. An image is kept as bytes for agents that take images,
+text as text. What the host has no copy of (another scheme, a file too big, outside the fence,
+gone) is left as sent: the backend names it by label and URI. The message itself, attachments
+included, is kept with the turn as the client sent it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import logging
+import mimetypes
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from ...backends.base import Attachment, TurnRequest
+from ...protocol.errors import ProtocolError
+from ..resources.served import Served
+
+log = logging.getLogger("ahpd.engine")
+
+#: A file attached is fetched up to this many bytes (the reference's attachmentFetchLimitBytes).
+FETCH_LIMIT = 32 * 1024 * 1024
+
+
+def turn_request(turn_id: str, text: str, action: Mapping[str, Any]) -> TurnRequest:
+    """What a backend is asked for a client's turn: its text, model and attachments."""
+    message = action.get("message") or {}
+    model = message.get("model")
+    sent = message.get("attachments")
+    return TurnRequest(
+        turn_id,
+        text,
+        str(model["id"]) if isinstance(model, dict) and isinstance(model.get("id"), str) else None,
+        tuple(a for a in sent if isinstance(a, Mapping)) if isinstance(sent, list) else (),
+    )
+
+
+class Attachments:
+    """Finds a request's attachments, inside the fence."""
+
+    def __init__(self, served: Served, limit: int = FETCH_LIMIT) -> None:
+        self._served = served
+        self._limit = limit
+
+    async def found(self, request: TurnRequest) -> TurnRequest:
+        if not request.sent:
+            return request
+        found = await asyncio.to_thread(lambda: [self._one(a) for a in request.sent])
+        return replace(request, attachments=tuple(a for a in found if a is not None))
+
+    def _one(self, sent: Mapping[str, Any]) -> Attachment | None:
+        label = str(sent.get("label") or "attachment")
+        kind = sent.get("type")
+        if kind == "simple":
+            text = sent.get("modelRepresentation")
+            return Attachment(label, text=text) if isinstance(text, str) and text else None
+        if kind == "embeddedResource":
+            try:
+                data = base64.b64decode(str(sent.get("data", "")), validate=True)
+            except (binascii.Error, ValueError):
+                return Attachment(label)
+            return self._content(label, None, data, sent.get("contentType"))
+        if kind != "resource" or not isinstance(sent.get("uri"), str):
+            return None  # annotations and chats are this host's to resolve later
+        uri = sent["uri"]
+        left_as_sent = Attachment(label, uri)
+        if not uri.startswith("file:"):
+            return left_as_sent  # the client's own: asked of it once that is served
+        try:
+            path = self._served.path_of(uri, "attachment")
+            if not path.is_file() or path.stat().st_size > self._limit:
+                return left_as_sent
+            data = path.read_bytes()
+        except (ProtocolError, OSError) as error:
+            log.info("attachment %s left as sent: %s", uri, error)
+            return left_as_sent
+        guess = sent.get("contentType") or mimetypes.guess_type(path.name)[0]
+        return self._content(label, uri, data, guess)
+
+    def _content(self, label: str, uri: str | None, data: bytes, mime: Any) -> Attachment:
+        mime = mime if isinstance(mime, str) and mime else None
+        if len(data) > self._limit:
+            return Attachment(label, uri, mime=mime)
+        if mime is not None and mime.startswith("image/"):
+            return Attachment(label, uri, image=data, mime=mime)
+        try:
+            return Attachment(label, uri, text=data.decode("utf-8"), mime=mime)
+        except UnicodeDecodeError:
+            return Attachment(label, uri, mime=mime)
