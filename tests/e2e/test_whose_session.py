@@ -211,6 +211,16 @@ async def test_a_member_may_not_send_a_turn_in_a_colleagues_session(
     ):
         echo = await mia.dispatch_and_wait(chat, action)
         assert "others:work" in echo["rejectionReason"], action
+    # What the composer offers (the agent's commands, the session's files) is for who may send.
+    with pytest.raises(RpcError) as refused:
+        await mia.request(
+            "completions", {"channel": chat, "kind": "text", "text": "@", "offset": 1}
+        )
+    assert refused.value.message.startswith("user:mia may not others:work here")
+    max_ = await signed_in(server, connect, tokens["max"])
+    with pytest.raises(RpcError) as refused:
+        await max_.request("fetchTurns", {"channel": chat})
+    assert refused.value.message.startswith("user:max may not others:read here")
 
 
 async def test_a_session_is_made_where_its_owner_belongs(server, connect, tokens, workdir):

@@ -9,6 +9,7 @@ from typing import Any
 
 from ...protocol.errors import invalid_params
 from ...protocol.validation import completion_request, required_str
+from .. import access
 from ..connection import Connection
 from ..host import Host
 from ..services import do_create_chat, do_dispose_chat
@@ -46,6 +47,7 @@ dispose_chat = on_channel("disposeChat", do_dispose_chat)
 async def fetch_turns(host: Host, conn: Connection, params: dict[str, Any]) -> dict[str, Any]:
     uri = required_str(params, "fetchTurns", "channel")
     chat = chat_of(host, uri)
+    access.require(conn.principal, chat.session.record, "chat:turns")
     if params.get("cursor") is not None:
         # Snapshots here carry every turn and no turnsNextCursor, so no cursor was issued.
         raise invalid_params(f"fetchTurns: a cursor this host did not issue: {params['cursor']}")
@@ -58,6 +60,8 @@ async def fetch_turns(host: Host, conn: Connection, params: dict[str, Any]) -> d
 async def completions(host: Host, conn: Connection, params: dict[str, Any]) -> dict[str, Any]:
     uri = required_str(params, "completions", "channel")
     chat = chat_of(host, uri)
+    # What is offered (the agent's commands, the session's files) is for who may send there.
+    access.require(conn.principal, chat.session.record, "chat:send")
     text, offset = completion_request(params)
     head = text[:offset]
     start = max(head.rfind(" "), head.rfind("\n")) + 1
