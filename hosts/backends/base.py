@@ -98,6 +98,8 @@ class TurnRequest:
     sent: tuple[Mapping[str, Any], ...] = ()
     #: The same, as the host found them (sessions/attachments.py), before the turn runs.
     attachments: tuple[Attachment, ...] = ()
+    #: Who sent the message (`user:<id>`), whose client's files an attachment may name.
+    sender: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,6 +24,7 @@ from ..protocol.shapes import Origin
 from ..protocol.uris import ROOT_URI
 from ..protocol.validation import action_problem
 from . import grants, root_config
+from .asks import Asks
 from .channel import Channel
 from .clients import Clients
 from .clock import now_ms
@@ -114,6 +115,8 @@ class Host:
         )
         self.gate = Gate(directory or NoDirectory(), self.fanout)
         self.clients = Clients(settings.client_record_ttl_s)
+        #: What this host asks of clients (their own files), and their answers.
+        self.asks = Asks(self.fanout, self.clients)
         self.root_principal = principal_root(settings.host_name)
         self.sessions = Sessions(self.fanout, self.writes, store, agents or {})
         self.gate.session_of = self.sessions.record_of
@@ -283,6 +286,7 @@ class Host:
                 extra={"peer": conn.peer, "client": conn.client_id},
             )
             self.clients.gone(conn)
+        self.asks.gone(conn)
 
     # -- root -----------------------------------------------------------------------------
 

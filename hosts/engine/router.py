@@ -37,7 +37,8 @@ class Router:
         except jsonrpc.FrameError as exc:
             self.host.fanout.send(conn, jsonrpc.error_frame(exc.request_id, exc))
             return
-        if incoming is None:
+        if isinstance(incoming, jsonrpc.Response):
+            self.host.asks.answered(conn, incoming)
             return
         answer = await self.handle(conn, incoming)
         if answer is not None:

@@ -23,6 +23,15 @@ class Incoming:
     params: dict[str, Any]
 
 
+@dataclass(slots=True)
+class Response:
+    """A client's answer to a request this host sent it: a result, or an error object."""
+
+    id: RequestId
+    result: Any = None
+    error: dict[str, Any] | None = None
+
+
 class FrameError(ProtocolError):
     """A frame that cannot be taken; answered with the id it carried, when it carried one."""
 
@@ -31,12 +40,9 @@ class FrameError(ProtocolError):
         self.request_id = request_id
 
 
-def parse(text: str | bytes) -> Incoming | None:
-    """Parse one client frame.
-
-    Returns None for a JSON-RPC response (a client answering a server request), which carries
-    nothing to dispatch. Raises FrameError naming what is wrong otherwise.
-    """
+def parse(text: str | bytes) -> Incoming | Response:
+    """Parse one client frame: a request or notification, or a client's answer to a request
+    of this host's. Raises FrameError naming what is wrong."""
     try:
         message = orjson.loads(text)
     except orjson.JSONDecodeError as exc:
@@ -55,7 +61,10 @@ def parse(text: str | bytes) -> Incoming | None:
             ErrorCode.INVALID_REQUEST, 'Invalid request: jsonrpc must be "2.0"', request_id
         )
     if "method" not in message and ("result" in message or "error" in message):
-        return None
+        error = message.get("error")
+        return Response(
+            request_id, message.get("result"), error if isinstance(error, dict) else None
+        )
     method = message.get("method")
     if not isinstance(method, str) or not method:
         raise FrameError(
@@ -85,6 +94,10 @@ def result_frame(request_id: RequestId, result: Any) -> str:
 
 def error_frame(request_id: RequestId, error: ProtocolError) -> str:
     return dumps({"jsonrpc": "2.0", "id": request_id, "error": error.to_json()})
+
+
+def request_frame(request_id: RequestId, method: str, params: Any) -> str:
+    return dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
 
 
 def notification_frame(method: str, params: Any) -> str:

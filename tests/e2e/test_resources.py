@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import os
 import tempfile
@@ -315,3 +316,76 @@ async def test_a_watch_is_refused_where_nothing_may_be_watched(server, connect, 
     await nobody.initialize()
     error = await refused(nobody, "createResourceWatch", uri=folder.as_uri())
     assert (error.code, error.message) == (-32009, "user:nil may not file:watch here")
+
+
+async def test_a_clients_own_files_are_asked_of_that_client(server, connect, tokens):
+    laptop = await connect(server.url, client_id=f"laptop-{uuid.uuid4().hex[:6]}")
+    await laptop.initialize()
+    files = {"file:///home/me/notes.md": "kept on the laptop"}
+
+    async def serves(method: str, params: dict) -> dict:
+        if method == "resourceRead" and params["uri"] in files:
+            return {"data": files[params["uri"]], "encoding": "utf-8"}
+        if method == "resourceMove":
+            files[params["destination"]] = files.pop(params["source"])
+            return {}
+        raise RpcError({"code": -32008, "message": f"Resource not found: {params['uri']}"})
+
+    laptop.serves = serves
+    base = f"vscode-agent-client://{laptop.client_id}/file/"
+    # The same person, from another window: the host asks the laptop, as it knows the file.
+    window = await connect(server.url)
+    await window.initialize()
+    read = await ask(window, "resourceRead", uri=base + "/home/me/notes.md")
+    assert read == {"data": "kept on the laptop", "encoding": "utf-8"}
+    assert laptop.asked[-1] == (
+        "resourceRead",
+        {"channel": ROOT, "uri": "file:///home/me/notes.md"},
+    )
+    missing = await refused(window, "resourceRead", uri=base + "/home/me/none")
+    assert (missing.code, missing.message) == (-32008, "Resource not found: file:///home/me/none")
+    await ask(
+        window,
+        "resourceMove",
+        source=base + "/home/me/notes.md",
+        destination=base + "/home/me/moved.md",
+    )
+    assert "file:///home/me/moved.md" in files
+
+    # Another person may not have the host read somebody else's laptop.
+    guest = await connect(server.url, token=tokens["gus"])
+    await guest.initialize()
+    uri = base + "/home/me/moved.md"
+    denied = await refused(guest, "resourceRead", uri=uri)
+    assert (denied.code, denied.message) == (-32009, f"Permission denied: {uri}")
+    asked = len(laptop.asked)
+
+    # A client that is not here is refused in VS Code's words.
+    gone = await refused(window, "resourceRead", uri="vscode-agent-client://nobody/file//x")
+    assert (gone.code, gone.message) == (
+        -32009,
+        "Permission denied: vscode-agent-client://nobody/file//x",
+    )
+    assert len(laptop.asked) == asked
+
+
+async def test_a_client_that_drops_is_waited_for_through_the_grace(server, connect):
+    laptop_id = f"laptop-{uuid.uuid4().hex[:6]}"
+    laptop = await connect(server.url, client_id=laptop_id)
+    seq = (await laptop.initialize())["serverSeq"]
+    await laptop.close()
+    window = await connect(server.url)
+    await window.initialize()
+    uri = f"vscode-agent-client://{laptop_id}/file//home/me/a.txt"
+    asking = asyncio.ensure_future(ask(window, "resourceRead", uri=uri))
+    back = await connect(server.url, client_id=laptop_id)
+
+    async def serves(method: str, params: dict) -> dict:
+        return {"data": f"{method} {params['uri']}", "encoding": "utf-8"}
+
+    back.serves = serves
+    await back.request(
+        "reconnect",
+        {"channel": ROOT, "clientId": laptop_id, "lastSeenServerSeq": seq, "subscriptions": []},
+    )
+    assert (await asking)["data"] == "resourceRead file:///home/me/a.txt"

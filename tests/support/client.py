@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import itertools
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import orjson
@@ -62,6 +62,10 @@ class Client:
         self.schema_failures: list[str] = []
         # channel -> [state, fromSeq] for conformance
         self.tracked: dict[str, list[Any]] = {}
+        #: What answers the host's own requests to this client (its files); None: -32601.
+        self.serves: Callable[[str, dict[str, Any]], Awaitable[Any]] | None = None
+        #: The host's requests to this client, as asked: (method, params).
+        self.asked: list[tuple[str, dict[str, Any]]] = []
         self._reader = asyncio.create_task(self._read())
 
     @classmethod
@@ -113,7 +117,10 @@ class Client:
         except AssertionError as exc:
             self.schema_failures.append(f"{exc}\n  frame: {frame}")
         self.frames.append(frame)
-        if "method" in frame:
+        if "method" in frame and "id" in frame:
+            self.asked.append((frame["method"], frame["params"]))
+            asyncio.get_running_loop().create_task(self._answer(frame))
+        elif "method" in frame:
             params = frame["params"]
             if frame["method"] == "action":
                 self.actions.append(params)
@@ -134,6 +141,17 @@ class Client:
             self._errors_without_id.append(frame["error"])
         async with self._arrived:
             self._arrived.notify_all()
+
+    async def _answer(self, frame: dict[str, Any]) -> None:
+        """Answer a request of the host's, as VS Code's client filesystem would."""
+        reply: dict[str, Any] = {"jsonrpc": "2.0", "id": frame["id"]}
+        try:
+            if self.serves is None:
+                raise RpcError({"code": -32601, "message": f"Method not found: {frame['method']}"})
+            reply["result"] = await self.serves(frame["method"], frame["params"])
+        except RpcError as error:
+            reply["error"] = {"code": error.code, "message": error.message}
+        await self.ws.send(orjson.dumps(reply).decode())
 
     def _track(self, envelope: dict[str, Any]) -> None:
         entry = self.tracked.get(envelope["channel"])

@@ -114,6 +114,7 @@ async def initialize(host: Host, conn: Connection, params: dict[str, Any]) -> di
         and not (isinstance(meta, dict) and meta.get("vscode.ahpChatUris"))
     )
     host.clients.remember(conn)
+    host.asks.arrived(conn)
     snapshots = []
     for uri in subscriptions:
         await host.wake(uri)
@@ -158,6 +159,7 @@ async def reconnect(host: Host, conn: Connection, params: dict[str, Any]) -> dic
         conn.client_id = client_id
         conn.version_text, conn.version = record.version_text, record.version
         host.clients.remember(conn)
+        host.asks.arrived(conn)
     found, missing = [], []
     for uri in subscriptions:
         await host.wake(uri)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from ...protocol.validation import (
     optional_str,
     required_str,
 )
+from .. import asks
 from ..connection import Connection
 from ..host import Host
 from ..resources import files
@@ -28,7 +30,30 @@ from ..resources.served import permission_denied
 
 log = logging.getLogger("ahpd.engine")
 
+Handler = Callable[[Host, Connection, dict[str, Any]], Awaitable[dict[str, Any]]]
+
 ENCODINGS = ("base64", "utf-8")
+
+
+def or_the_clients(method: str, handler: Handler) -> Handler:
+    """`handler` for this host's files; for a client's own (`vscode-agent-client:`), the
+    same request asked of that client, its answer given back as it gave it (asks.py)."""
+    key = asks.FORWARDED[method][0]
+
+    async def handle(host: Host, conn: Connection, params: dict[str, Any]) -> dict[str, Any]:
+        uri = params.get(key)
+        named = asks.client_uri(uri) if isinstance(uri, str) else None
+        if named is None:
+            return await handler(host, conn, params)
+        assert isinstance(uri, str)
+        said = asks.as_the_client_knows(params, named[0], method)
+        answer: dict[str, Any] = await host.asks.ask(conn.principal, uri, method, said)
+        return answer
+
+    handle.__name__ = handle.__qualname__ = handler.__name__
+    return handle
+
+
 WRITE_MODES = ("truncate", "append", "insert")
 
 
@@ -149,3 +174,19 @@ def _not_a_root(host: Host, uri: str, method: str) -> Path:
     if host.served.is_root(path) or host.served.is_root(Path(os.path.realpath(path))):
         raise permission_denied(uri)
     return path
+
+
+#: The resource family this host serves, with what each needs; a client's own files (of the
+#: methods asks.py forwards) are asked of that client.
+SERVED: dict[str, tuple[Handler, str]] = {
+    "resourceRead": (or_the_clients("resourceRead", resource_read), "file:get"),
+    "resourceList": (or_the_clients("resourceList", resource_list), "file:list"),
+    "resourceResolve": (or_the_clients("resourceResolve", resource_resolve), "file:resolve"),
+    "resourceRequest": (or_the_clients("resourceRequest", resource_request), "file:resolve"),
+    "resourceWrite": (or_the_clients("resourceWrite", resource_write), "file:put"),
+    "resourceMkdir": (or_the_clients("resourceMkdir", resource_mkdir), "file:mkdir"),
+    "resourceDelete": (or_the_clients("resourceDelete", resource_delete), "file:delete"),
+    "resourceCopy": (or_the_clients("resourceCopy", resource_copy), "file:copy"),
+    "resourceMove": (or_the_clients("resourceMove", resource_move), "file:move"),
+    "createResourceWatch": (create_resource_watch, "file:watch"),
+}
