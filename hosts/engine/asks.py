@@ -53,15 +53,20 @@ class Asks:
         self._pending: dict[tuple[Connection, str], asyncio.Future[Any]] = {}
         self._arrivals: dict[str, list[asyncio.Future[None]]] = {}
 
-    def owner_may(self, principal: Principal, client_id: str) -> bool:
-        """Whether `principal` introduced the client (so may have its files asked of it)."""
+    def owner_may(self, who: str, client_id: str) -> bool:
+        """Whether `who` (a principal's ref) introduced the client, so may have its files
+        asked of it."""
         record = self._clients.get(client_id)
-        return record is not None and record.principal == principal.ref
+        return record is not None and record.principal == who
 
-    async def ask(self, principal: Principal, uri: str, method: str, params: dict[str, Any]) -> Any:
-        """Ask the client `uri` names `method` with `params` (its URIs as it knows them)."""
+    async def ask(
+        self, principal: Principal | str, uri: str, method: str, params: dict[str, Any]
+    ) -> Any:
+        """Ask the client `uri` names `method` with `params` (its URIs as it knows them), as
+        `principal` (or the ref of one)."""
+        who = principal if isinstance(principal, str) else principal.ref
         named = client_uri(uri)
-        if named is None or not self.owner_may(principal, named[0]):
+        if named is None or not self.owner_may(who, named[0]):
             raise ProtocolError(ErrorCode.PERMISSION_DENIED, f"Permission denied: {uri}")
         client_id = named[0]
         conn = await self._connection(client_id)

@@ -150,7 +150,7 @@ class Host:
             delta_window_ms=settings.delta_window_ms,
             state_dir=settings.state_dir,
             local=self.local_commands,
-            attachments=Attachments(self.served, settings.attachment_fetch_limit),
+            attachments=Attachments(self.served, self.asks, settings.attachment_fetch_limit),
         )
         #: Which engine holds a session: this one, until sessions are sharded.
         self.placement: Placement = placement or HereOnly()

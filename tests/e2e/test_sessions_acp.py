@@ -406,7 +406,15 @@ async def test_attachments_reach_the_agent_as_its_prompt_capabilities_allow(
     _, chat = await acp_session(client, workdir)
     (workdir / "notes.txt").write_text("the notes")
     png = bytes([0x89, 0x50, 0x4E, 0x47, 0, 1, 2, 3])
-    elsewhere = "vscode-agent-client://client-1/file//home/me/y.txt"
+    # The sender's own client holds one file (asked of it); another's is not asked at all.
+    own = f"vscode-agent-client://{client.client_id}/file//home/me/y.txt"
+    elsewhere = "vscode-agent-client://someone-else/file//home/me/z.txt"
+
+    async def serves(method: str, params: dict) -> dict:
+        assert (method, params["uri"]) == ("resourceRead", "file:///home/me/y.txt")
+        return {"data": base64.b64encode(b"from the laptop").decode(), "encoding": "base64"}
+
+    client.serves = serves
     action = turn("heard")
     action["message"]["attachments"] = [
         {"type": "resource", "uri": (workdir / "notes.txt").as_uri(), "label": "notes.txt"},
@@ -416,7 +424,8 @@ async def test_attachments_reach_the_agent_as_its_prompt_capabilities_allow(
             "data": base64.b64encode(png).decode(),
             "contentType": "image/png",
         },
-        {"type": "resource", "uri": elsewhere, "label": "y.txt"},
+        {"type": "resource", "uri": own, "label": "y.txt"},
+        {"type": "resource", "uri": elsewhere, "label": "z.txt"},
         {"type": "simple", "label": "selection", "modelRepresentation": "selected text"},
     ]
     await client.dispatch_and_wait(chat, action)
@@ -425,6 +434,7 @@ async def test_attachments_reach_the_agent_as_its_prompt_capabilities_allow(
     assert prompts[-1] == [
         f"[resource {(workdir / 'notes.txt').as_uri()}] the notes",
         "[image image/png 8 bytes]",
+        f"[resource {own}] from the laptop",
         f"[link {elsewhere}]",
         '<attachment name="selection">\nselected text\n</attachment>',
         "heard",

@@ -21,6 +21,7 @@ from typing import Any
 
 from ...backends.base import Attachment, TurnRequest
 from ...protocol.errors import ProtocolError
+from ..asks import Asks, client_uri
 from ..resources.served import Served
 
 log = logging.getLogger("ahpd.engine")
@@ -34,26 +35,52 @@ def turn_request(turn_id: str, text: str, action: Mapping[str, Any]) -> TurnRequ
     message = action.get("message") or {}
     model = message.get("model")
     sent = message.get("attachments")
+    meta = message.get("_meta")
+    sender = meta.get("ahpd.sender") if isinstance(meta, Mapping) else None
     return TurnRequest(
         turn_id,
         text,
         str(model["id"]) if isinstance(model, dict) and isinstance(model.get("id"), str) else None,
         tuple(a for a in sent if isinstance(a, Mapping)) if isinstance(sent, list) else (),
+        sender=sender if isinstance(sender, str) else None,
     )
 
 
 class Attachments:
     """Finds a request's attachments, inside the fence."""
 
-    def __init__(self, served: Served, limit: int = FETCH_LIMIT) -> None:
+    def __init__(self, served: Served, asks: Asks, limit: int = FETCH_LIMIT) -> None:
         self._served = served
+        self._asks = asks
         self._limit = limit
 
     async def found(self, request: TurnRequest) -> TurnRequest:
         if not request.sent:
             return request
         found = await asyncio.to_thread(lambda: [self._one(a) for a in request.sent])
+        for at, attachment in enumerate(found):
+            if attachment is not None and client_uri(attachment.uri or "") is not None:
+                found[at] = await self._from_client(attachment, request.sender)
         return replace(request, attachments=tuple(a for a in found if a is not None))
+
+    async def _from_client(self, attachment: Attachment, sender: str | None) -> Attachment:
+        """A file the sender's own client holds, asked of it; left as sent otherwise."""
+        named = client_uri(attachment.uri or "")
+        if named is None or sender is None:
+            return attachment
+        params = {"channel": "ahp-root://", "uri": named[1], "encoding": "base64"}
+        try:
+            answer = await self._asks.ask(sender, attachment.uri or "", "resourceRead", params)
+            if not isinstance(answer, dict):
+                return attachment
+            raw = str(answer.get("data", ""))
+            utf8 = answer.get("encoding") == "utf-8"
+            data = raw.encode() if utf8 else base64.b64decode(raw, validate=True)
+        except (ProtocolError, binascii.Error, ValueError) as error:
+            log.info("attachment %s left as sent: %s", attachment.uri, error)
+            return attachment
+        mime = attachment.mime or answer.get("contentType")
+        return self._content(attachment.label, attachment.uri, data, mime)
 
     def _one(self, sent: Mapping[str, Any]) -> Attachment | None:
         label = str(sent.get("label") or "attachment")
@@ -72,7 +99,13 @@ class Attachments:
         uri = sent["uri"]
         left_as_sent = Attachment(label, uri)
         if not uri.startswith("file:"):
-            return left_as_sent  # the client's own: asked of it once that is served
+            # A client's own is asked of it (`found`) unless it says it is too big; any other
+            # scheme is left as sent.
+            size = sent.get("sizeHint")
+            if isinstance(size, int | float) and size > self._limit:
+                return left_as_sent
+            kind = sent.get("contentType")
+            return replace(left_as_sent, mime=kind if isinstance(kind, str) and kind else None)
         try:
             path = self._served.path_of(uri, "attachment")
             if not path.is_file() or path.stat().st_size > self._limit:
