@@ -62,9 +62,7 @@ TERMINAL_RULES = (
     ActionRule("root/terminalsChanged", said_by_host=True),
     ActionRule("terminal/input", grant="terminal:input", effect=_input),
     ActionRule("terminal/resized", grant="terminal:resize", effect=_resized),
-    ActionRule(
-        "terminal/claimed", grant="terminal:claim", effect=_claimed, said_by_host=True
-    ),
+    ActionRule("terminal/claimed", grant="terminal:claim", effect=_claimed, said_by_host=True),
     ActionRule("terminal/titleChanged", grant="terminal:rename", effect=_title_changed),
     ActionRule("terminal/cleared", grant="terminal:clear", effect=_cleared),
     ActionRule("terminal/data", said_by_host=True),
