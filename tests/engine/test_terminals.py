@@ -147,6 +147,11 @@ async def test_an_agents_command_runs_in_a_terminal_its_session_claims(fast_kill
         ran.claim_for("call-1")
         assert held.state["claim"] == {**claim, "turnId": "t1", "toolCallId": "call-1"}
         assert held.state["lifecycle"] == {"status": "exited", "exitCode": 3}
+        paged = agent.open(
+            ["sh", "-c", "echo $PAGER $GIT_PAGER"], title="p", cwd=tmp_path, env=env, turn_id=None
+        )
+        await asyncio.wait_for(paged.wait(), 10)
+        assert paged.output()[0] == "cat cat\n"  # a pty's `git log` would wait for keys
         sleeping = agent.open(["sleep", "30"], title="sleep", cwd=tmp_path, env=env, turn_id=None)
         assert sleeping.exit_status() is None
         await sleeping.kill()

@@ -21,6 +21,8 @@ from ...backends.process import child_umask
 from ..terminals import LiveTerminal, Terminals
 from .local_commands import terminal_text
 
+#: What an agent's command gets unless its environment says otherwise: no pager.
+NO_PAGER = {"PAGER": "cat", "GIT_PAGER": "cat"}
 #: The size an agent's command runs at (what a program that asks lays its output out for).
 COLS, ROWS = 120, 30
 
@@ -88,7 +90,9 @@ class AgentTerminals:
         terminal = self._table.run(
             f"ahp-terminal:/{uuid.uuid4()}",
             [program, *argv[1:]],
-            env=env,
+            # Under a pty, `git log` would open a pager and wait for keys nobody sends; the
+            # agent reads the output whole, as it did from a pipe. Its own env may say otherwise.
+            env={**NO_PAGER, **env},
             claim=claim,
             title=title,
             cwd=cwd,
