@@ -57,6 +57,54 @@ class PermissionAnswer:
 
 
 @dataclass(frozen=True, slots=True)
+class TerminalExit:
+    """How a command run in a host terminal ended: its exit code, or the signal it died of."""
+
+    exit_code: int | None
+    signal: str | None = None
+
+
+class HostTerminal(Protocol):
+    """One command the host runs for a backend in a host terminal: a pty every client may
+    subscribe to (`uri`) and watch, claimed by the chat's session and turn."""
+
+    uri: str
+    title: str
+
+    def output(self) -> tuple[str, bool]:
+        """What it printed that the terminal still holds, and whether older output was lost."""
+
+    def exit_status(self) -> TerminalExit | None:
+        """How it ended, or None while it runs."""
+
+    async def wait(self) -> TerminalExit:
+        """Wait for it to end."""
+
+    async def kill(self) -> None:
+        """Stop it (SIGHUP, then SIGKILL after a grace); the terminal stays, exited."""
+
+    def claim_for(self, tool_call_id: str) -> None:
+        """Name the tool call it runs for in its claim (known only after it was started)."""
+
+
+class HostTerminals(Protocol):
+    """The host's terminals, as a backend may use them for one chat (the engine's, over the
+    host's terminal table; a backend must not import the engine)."""
+
+    def open(
+        self,
+        argv: Sequence[str],
+        *,
+        title: str,
+        cwd: Path,
+        env: Mapping[str, str],
+        turn_id: str | None,
+    ) -> HostTerminal:
+        """Start `argv` (no shell) under a pty in `cwd`, with exactly `env`, in a terminal the
+        chat's session claims for `turn_id`; OSError if it cannot start."""
+
+
+@dataclass(frozen=True, slots=True)
 class ChatContext:
     """What a backend needs to open (or resume) one conversation."""
 
@@ -73,6 +121,9 @@ class ChatContext:
     config: Mapping[str, Any] = field(default_factory=dict)
     #: A folder this backend may keep state in (the agent's HOME for ACP).
     state_dir: Path | None = None
+    #: Where commands the agent asks for run so clients can watch them; None: the backend
+    #: runs them as plain subprocesses of its own (a backend's unit tests).
+    terminals: HostTerminals | None = None
 
 
 @dataclass(frozen=True, slots=True)

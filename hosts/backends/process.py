@@ -26,6 +26,11 @@ def set_child_umask(mask: int) -> None:
     _child_umask = mask
 
 
+def child_umask() -> int:
+    """The umask children start with; -1: the host's own."""
+    return _child_umask
+
+
 def host_env(keys: Iterable[str]) -> dict[str, str]:
     """The host's values for `keys`: a child gets these, never the host's whole environment."""
     return {key: os.environ[key] for key in keys if key in os.environ}

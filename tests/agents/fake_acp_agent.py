@@ -11,7 +11,8 @@ message's first word:
 
 * `read <path>`: a read tool call served by the host's `fs/read_text_file`.
 * `write <path> <text>`: an edit tool call; asks permission, then `fs/write_text_file`.
-* `run <command> [args...]`: a terminal on the host (create, wait, output, release).
+* `run <command> [args...]`: a terminal on the host (create, name it in the tool call's
+  content, wait, output, release).
 * `slow`: a chunk every 50 ms until `session/cancel`, then `stopReason: cancelled`.
 * `hang`: says nothing and ignores `session/cancel` (a misbehaving agent).
 * `crash`: exits the process with code 3 in the middle of the turn.
@@ -401,6 +402,11 @@ class FakeAgent:
             )
             return "could not run"
         terminal_id = terminal.terminal_id
+        # As real agents do: the call's content names the terminal once it exists.
+        await self._send(
+            session_id,
+            acp.update_tool_call(call_id, content=[acp.tool_terminal_ref(terminal_id)]),
+        )
         exit_status = await self._conn.wait_for_terminal_exit(
             session_id=session_id, terminal_id=terminal_id
         )

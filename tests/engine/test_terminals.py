@@ -10,10 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from hosts.backends.base import TerminalExit
 from hosts.engine.host import Host, HostSettings
 from hosts.engine.ports import MemoryStore
 from hosts.engine.services import Caller
 from hosts.engine.services.terminals import do_create_terminal
+from hosts.engine.sessions.agent_terminals import AgentTerminals
 from hosts.engine.terminals import LiveTerminal, TerminalSettings
 from hosts.engine.terminals.marks import Mark, MarkParser, command_line, cwd_uri
 from hosts.engine.terminals.pty import session_groups
@@ -121,3 +123,38 @@ async def test_a_host_that_stops_kills_every_terminal(fast_kill, monkeypatch):
     assert session_groups(pid) == set()
     with pytest.raises(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)
+
+
+async def test_an_agents_command_runs_in_a_terminal_its_session_claims(fast_kill, tmp_path):
+    host = Host(MemoryStore(), HostSettings(terminals=fast_kill, close_wait_s=0.1))
+    await host.start()
+    try:
+        agent = AgentTerminals(host.terminals, "ahp-session:/s", "ahp-chat:/c")
+        env = {"PATH": os.environ["PATH"]}
+        ran = agent.open(
+            ["sh", "-c", "printf 'one\\ntwo\\n'; exit 3"],
+            title="two lines",
+            cwd=tmp_path,
+            env=env,
+            turn_id="t1",
+        )
+        claim = {"kind": "session", "session": "ahp-session:/s", "chat": "ahp-chat:/c"}
+        held = host.terminals.get(ran.uri)
+        assert held is not None and held.state["claim"] == {**claim, "turnId": "t1"}
+        assert await asyncio.wait_for(ran.wait(), 10) == TerminalExit(3)
+        # What it printed, in lines as the command wrote them (not the pty's CRLF).
+        assert ran.output() == ("one\ntwo\n", False)
+        ran.claim_for("call-1")
+        assert held.state["claim"] == {**claim, "turnId": "t1", "toolCallId": "call-1"}
+        assert held.state["lifecycle"] == {"status": "exited", "exitCode": 3}
+        paged = agent.open(
+            ["sh", "-c", "echo $PAGER $GIT_PAGER"], title="p", cwd=tmp_path, env=env, turn_id=None
+        )
+        await asyncio.wait_for(paged.wait(), 10)
+        assert paged.output()[0] == "cat cat\n"  # a pty's `git log` would wait for keys
+        sleeping = agent.open(["sleep", "30"], title="sleep", cwd=tmp_path, env=env, turn_id=None)
+        assert sleeping.exit_status() is None
+        await sleeping.kill()
+        assert await asyncio.wait_for(sleeping.wait(), 10) == TerminalExit(None, "SIGHUP")
+    finally:
+        await host.stop()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -88,18 +88,22 @@ class RecordingEvents:
         message: str,
         output: str | None = None,
         error: str | None = None,
+        content: Sequence[Mapping[str, Any]] = (),
     ) -> None:
+        result = {
+            "call_id": call_id,
+            "success": success,
+            "message": message,
+            "output": output,
+            "error": error,
+        }
+        if content:
+            result["content"] = [dict(item) for item in content]
+        self.log.append(("tool_result", result))
+
+    def tool_content(self, call_id: str, content: Sequence[Mapping[str, Any]]) -> None:
         self.log.append(
-            (
-                "tool_result",
-                {
-                    "call_id": call_id,
-                    "success": success,
-                    "message": message,
-                    "output": output,
-                    "error": error,
-                },
-            )
+            ("tool_content", {"call_id": call_id, "content": [dict(i) for i in content]})
         )
 
     def usage(

@@ -3,7 +3,8 @@
 One chat is one agent process and one ACP session. The host plays the ACP *client*: it answers
 the agent's permission questions by asking a person (through `TurnEvents.permission`), and it
 serves the agent's file-system and terminal requests itself, confined to the chat's working
-directories, so an agent that uses them cannot reach outside the workspace through the host.
+directories, so an agent that uses them cannot reach outside the workspace through the host;
+its commands run in the host's terminals (the ChatContext's `terminals`), which clients watch.
 
 The modules, along the seams:
 

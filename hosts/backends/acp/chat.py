@@ -44,7 +44,7 @@ class AcpChat(AcpSession):
     async def run_turn(self, request: TurnRequest, events: TurnEvents) -> TurnEnd:
         """Prompt the agent and report the turn; restart (and reload) an agent that died."""
         async with self._turn_lock:
-            turn = Turn(events)
+            turn = Turn(events, request.turn_id, self.client)
             self._turn = turn
             try:
                 if self._closed:

@@ -18,6 +18,7 @@ from acp.schema import (
     WriteTextFileResponse,
 )
 
+from hosts.backends.base import HostTerminals
 from hosts.backends.fence import Fence
 
 from .files import read_text, write_text
@@ -31,8 +32,15 @@ AskPerson = Callable[
 class HostClient(Terminals):
     """What one chat's agent may ask of the host, whichever agent process is running."""
 
-    def __init__(self, fence: Fence, terminal_env: Mapping[str, str], ask: AskPerson) -> None:
-        super().__init__(fence, terminal_env)
+    def __init__(
+        self,
+        fence: Fence,
+        terminal_env: Mapping[str, str],
+        ask: AskPerson,
+        host: HostTerminals | None = None,
+        turn_id: Callable[[], str | None] = lambda: None,
+    ) -> None:
+        super().__init__(fence, terminal_env, host, turn_id)
         self._ask = ask
 
     async def request_permission(

@@ -67,7 +67,13 @@ class AcpSession:
         self._directories = [str(Path(d).absolute()) for d in context.working_directories]
         # Commands run for the agent get the plain environment, not the operator's secrets.
         terminal_env = {**host_env(INHERITED_ENV), "HOME": str(self._home)}
-        self.client = HostClient(Fence(context.working_directories), terminal_env, self._ask)
+        self.client = HostClient(
+            Fence(context.working_directories),
+            terminal_env,
+            self._ask,
+            host=context.terminals,
+            turn_id=lambda: self._turn.turn_id if self._turn is not None else None,
+        )
         self._link = AgentProcess(self._name)
         self._facts = SessionFacts()
         #: What the agent said its prompts may carry beside text (images, embedded files).

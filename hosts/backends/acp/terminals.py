@@ -1,18 +1,25 @@
 """The agent's `terminal/*` requests: commands the host runs for it, in the chat's folders.
 
+Where the engine handed the chat its host terminals, each command runs in one (a pty a client
+may subscribe to and watch), claimed by the session and the turn, and the agent's requests are
+answered from it; otherwise (a backend's own tests) it runs as a plain subprocess here.
+
 Only a terminal's working directory is fenced: the command itself is the agent's, and this is no
 sandbox (the agent process could run it on its own anyway). Each terminal leads its own process
-group, so killing or releasing it also ends what the command started.
+group (a subprocess's) or session (a pty's), so killing or releasing it also ends what the
+command started.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import shlex
 import signal
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, Protocol
 
 from acp import RequestError
 from acp.schema import (
@@ -25,6 +32,7 @@ from acp.schema import (
     WaitForTerminalExitResponse,
 )
 
+from hosts.backends.base import HostTerminal, HostTerminals
 from hosts.backends.fence import Fence
 from hosts.backends.process import kill_group, signal_name, start_command, stop_group
 
@@ -36,22 +44,39 @@ TERMINAL_OUTPUT_LIMIT = 1024 * 1024
 KILL_GRACE_S = 2.0
 
 
+def keep_newest(output: bytearray, limit: int) -> bool:
+    """Keep the newest `limit` bytes of `output`, cut at a character boundary as ACP asks;
+    whether anything was cut."""
+    if len(output) <= limit:
+        return False
+    del output[: len(output) - limit]
+    while output and output[0] & 0xC0 == 0x80:
+        del output[0]
+    return True
+
+
+class Running(Protocol):
+    """One command the agent asked for, however it runs."""
+
+    async def output(self) -> TerminalOutputResponse: ...
+    async def wait(self) -> WaitForTerminalExitResponse: ...
+    async def kill(self) -> None: ...
+    async def stop(self) -> None: ...
+
+
 @dataclass(slots=True)
 class Terminal:
+    """A command run as a plain subprocess of the backend's (no host terminals to run it in)."""
+
     process: asyncio.subprocess.Process
     limit: int
     reader: asyncio.Task[None] | None = None
-    output: bytearray = field(default_factory=bytearray)
+    held: bytearray = field(default_factory=bytearray)
     truncated: bool = False
 
     def append(self, data: bytes) -> None:
-        """Keep the newest `limit` bytes, cut at a character boundary as ACP asks."""
-        self.output += data
-        if len(self.output) > self.limit:
-            del self.output[: len(self.output) - self.limit]
-            while self.output and self.output[0] & 0xC0 == 0x80:
-                del self.output[0]
-            self.truncated = True
+        self.held += data
+        self.truncated = keep_newest(self.held, self.limit) or self.truncated
 
     def exit_status(self) -> TerminalExitStatus | None:
         """How the command ended, or None while it runs."""
@@ -66,6 +91,25 @@ class Terminal:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.shield(self.reader), 1.0)
 
+    async def output(self) -> TerminalOutputResponse:
+        if self.process.returncode is not None:
+            await self.drained()
+        return TerminalOutputResponse(
+            output=self.held.decode("utf-8", errors="replace"),
+            truncated=self.truncated,
+            exit_status=self.exit_status(),
+        )
+
+    async def wait(self) -> WaitForTerminalExitResponse:
+        code = await self.process.wait()
+        await self.drained()
+        return WaitForTerminalExitResponse(
+            exit_code=code if code >= 0 else None, signal=signal_name(code)
+        )
+
+    async def kill(self) -> None:
+        kill_group(self.process, signal.SIGKILL)
+
     async def stop(self) -> None:
         """Kill the command's group and let its reader go."""
         await stop_group(self.process, (signal.SIGKILL,), KILL_GRACE_S)
@@ -75,13 +119,55 @@ class Terminal:
                 await self.reader
 
 
-class Terminals:
-    """The ACP terminal callbacks, by their ACP names, over the terminals of one chat."""
+@dataclass(slots=True)
+class InHostTerminal:
+    """A command run in a host terminal, which clients may watch; it stays there, exited,
+    after the agent let it go."""
 
-    def __init__(self, fence: Fence, env: Mapping[str, str]) -> None:
+    host: HostTerminal
+    limit: int
+
+    async def output(self) -> TerminalOutputResponse:
+        text, lost = self.host.output()
+        held = bytearray(text.encode())
+        cut = keep_newest(held, self.limit)
+        ended = self.host.exit_status()
+        return TerminalOutputResponse(
+            output=held.decode("utf-8", errors="replace"),
+            truncated=cut or lost,
+            exit_status=None
+            if ended is None
+            else TerminalExitStatus(exit_code=ended.exit_code, signal=ended.signal),
+        )
+
+    async def wait(self) -> WaitForTerminalExitResponse:
+        ended = await self.host.wait()
+        return WaitForTerminalExitResponse(exit_code=ended.exit_code, signal=ended.signal)
+
+    async def kill(self) -> None:
+        await self.host.kill()
+
+    async def stop(self) -> None:
+        await self.host.kill()
+
+
+class Terminals:
+    """The ACP terminal callbacks, by their ACP names, over the terminals of one chat: in host
+    terminals where the engine gave some (`host`), else as subprocesses of the backend's."""
+
+    def __init__(
+        self,
+        fence: Fence,
+        env: Mapping[str, str],
+        host: HostTerminals | None = None,
+        turn_id: Callable[[], str | None] = lambda: None,
+    ) -> None:
         self.fence = fence
         self._env = dict(env)
-        self._terminals: dict[str, Terminal] = {}
+        self._host = host
+        #: The turn running, whose claim a host terminal opened now carries.
+        self._turn_id = turn_id
+        self._terminals: dict[str, Running] = {}
         self._next_terminal = 0
 
     async def create_terminal(
@@ -102,18 +188,37 @@ class Terminals:
         # `{"command": "ls -la"}` mean.
         argv = [command, *args] if args else ["/bin/sh", "-c", command]
         process_env = {**self._env, **{variable.name: variable.value for variable in env or ()}}
+        limit = output_byte_limit or TERMINAL_OUTPUT_LIMIT
         try:
-            process = await start_command(argv, cwd=workdir, env=process_env)
+            terminal = await self._start(argv, workdir, process_env, limit)
         except OSError as error:
             raise RequestError(-32603, f"Cannot run {command}: {error}") from None
         self._next_terminal += 1
         terminal_id = f"term-{self._next_terminal}"
-        terminal = Terminal(process, output_byte_limit or TERMINAL_OUTPUT_LIMIT)
-        terminal.reader = asyncio.create_task(_pump(terminal), name=f"acp {terminal_id}")
+        if isinstance(terminal, Terminal):
+            terminal.reader = asyncio.create_task(_pump(terminal), name=f"acp {terminal_id}")
         self._terminals[terminal_id] = terminal
         return CreateTerminalResponse(terminal_id=terminal_id)
 
-    def _terminal(self, terminal_id: str) -> Terminal:
+    async def _start(
+        self, argv: list[str], workdir: Path, env: dict[str, str], limit: int
+    ) -> Running:
+        if self._host is None:
+            return Terminal(await start_command(argv, cwd=workdir, env=env), limit)
+        title = argv[2] if argv[:2] == ["/bin/sh", "-c"] else shlex.join(argv)
+        opened = self._host.open(argv, title=title, cwd=workdir, env=env, turn_id=self._turn_id())
+        return InHostTerminal(opened, limit)
+
+    def shown(self, terminal_id: str, tool_call_id: str) -> HostTerminal | None:
+        """The host terminal an agent's terminal runs in, now claimed for the tool call whose
+        content names it; None when it runs in none (or the agent names no terminal of its)."""
+        terminal = self._terminals.get(terminal_id)
+        if not isinstance(terminal, InHostTerminal):
+            return None
+        terminal.host.claim_for(tool_call_id)
+        return terminal.host
+
+    def _terminal(self, terminal_id: str) -> Running:
         terminal = self._terminals.get(terminal_id)
         if terminal is None:
             raise RequestError.invalid_params({"terminalId": terminal_id, "details": "unknown"})
@@ -123,31 +228,19 @@ class Terminals:
         self, session_id: str, terminal_id: str, **kwargs: Any
     ) -> TerminalOutputResponse:
         """What the command wrote so far (its newest bytes), and how it ended if it did."""
-        terminal = self._terminal(terminal_id)
-        if terminal.process.returncode is not None:
-            await terminal.drained()
-        return TerminalOutputResponse(
-            output=terminal.output.decode("utf-8", errors="replace"),
-            truncated=terminal.truncated,
-            exit_status=terminal.exit_status(),
-        )
+        return await self._terminal(terminal_id).output()
 
     async def wait_for_terminal_exit(
         self, session_id: str, terminal_id: str, **kwargs: Any
     ) -> WaitForTerminalExitResponse:
         """Wait for the command to end."""
-        terminal = self._terminal(terminal_id)
-        code = await terminal.process.wait()
-        await terminal.drained()
-        return WaitForTerminalExitResponse(
-            exit_code=code if code >= 0 else None, signal=signal_name(code)
-        )
+        return await self._terminal(terminal_id).wait()
 
     async def kill_terminal(
         self, session_id: str, terminal_id: str, **kwargs: Any
     ) -> KillTerminalResponse:
         """Kill the command; the terminal stays until it is released."""
-        kill_group(self._terminal(terminal_id).process, signal.SIGKILL)
+        await self._terminal(terminal_id).kill()
         return KillTerminalResponse()
 
     async def release_terminal(

@@ -7,19 +7,22 @@ from dataclasses import dataclass, field
 
 from hosts.backends.base import PermissionAnswer, TurnEnd, TurnEvents
 
-from .updates import TurnUpdates
+from .updates import ShownTerminals, TurnUpdates
 
 
 @dataclass(slots=True)
 class Turn:
     events: TurnEvents
+    turn_id: str | None = None
+    #: The chat's terminals, which a tool call's content may name.
+    terminals: ShownTerminals | None = None
     updates: TurnUpdates = field(init=False)
     #: Permission questions waiting for a person; cancel answers them.
     questions: set[asyncio.Future[PermissionAnswer]] = field(default_factory=set)
     cancelled: asyncio.Event = field(default_factory=asyncio.Event)
 
     def __post_init__(self) -> None:
-        self.updates = TurnUpdates(self.events)
+        self.updates = TurnUpdates(self.events, terminals=self.terminals)
 
 
 def ending(stop_reason: str, *, cancelled: bool, name: str) -> TurnEnd:

@@ -9,12 +9,17 @@ and finished once.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
-from hosts.backends.base import TurnEvents
+from hosts.backends.base import HostTerminal, TurnEvents
 
 from .json_fields import as_json, block_text, mappings, string
+
+
+class ShownTerminals(Protocol):
+    def shown(self, terminal_id: str, tool_call_id: str) -> HostTerminal | None:
+        """The host terminal the agent's `terminal_id` runs in, claimed for the tool call."""
 
 
 @dataclass(slots=True)
@@ -28,13 +33,21 @@ class ToolCallState:
     running: bool = False
     denied: bool = False
     done: bool = False
+    #: The host terminals its content named, which it shows from then on.
+    terminals: list[HostTerminal] = field(default_factory=list)
 
 
 class TurnUpdates:
     """Reports one turn's updates to its `TurnEvents`, in the order they are applied."""
 
-    def __init__(self, events: TurnEvents, model: str | None = None) -> None:
+    def __init__(
+        self,
+        events: TurnEvents,
+        model: str | None = None,
+        terminals: ShownTerminals | None = None,
+    ) -> None:
         self.events = events
+        self._terminals = terminals
         #: The model usage is reported for.
         self.model = model
         self.calls: dict[str, ToolCallState] = {}
@@ -75,23 +88,63 @@ class TurnUpdates:
             call.title = title
         if update.get("rawInput") is not None:
             call.tool_input = as_json(update.get("rawInput"))
+        named = False
         if update.get("content") is not None:
             call.output = _content_text(update.get("content")) or call.output
+            named = self._name_terminals(call_id, call, update.get("content"))
         status = update.get("status")
         if status == "in_progress" and not (call.running or call.denied or call.done):
             call.running = True
             self.events.tool_running(call_id, title=call.title, tool_input=call.tool_input)
-        elif status in ("completed", "failed") and not call.done:
+            named = bool(call.terminals)
+        if status in ("completed", "failed") and not call.done:
             call.done = True
             success = status == "completed"
+            shown = _references(call.terminals, ended=True)
             self.events.tool_result(
                 call_id,
                 success=success,
                 message=call.title,
                 output=call.output,
                 error=None if success else (call.output or f"{call.title} failed"),
+                **({"content": shown} if shown else {}),
             )
+        elif named and call.running and not call.done:
+            self.events.tool_content(call_id, _references(call.terminals))
         return call
+
+    def _name_terminals(self, call_id: str, call: ToolCallState, content: Any) -> bool:
+        """Take the host terminals a tool call's content names (ACP's `{"type": "terminal",
+        "terminalId"}`, said after the agent created it); whether a new one was named."""
+        if self._terminals is None:
+            return False
+        named = False
+        for item in mappings(content):
+            terminal_id = string(item.get("terminalId"))
+            if item.get("type") != "terminal" or terminal_id is None:
+                continue
+            terminal = self._terminals.shown(terminal_id, call_id)
+            if terminal is not None and all(t.uri != terminal.uri for t in call.terminals):
+                call.terminals.append(terminal)
+                named = True
+        return named
+
+
+def _references(terminals: list[HostTerminal], *, ended: bool = False) -> list[dict[str, Any]]:
+    """The ToolResultTerminalContent naming each terminal; ended, with how its command ended."""
+    shown: list[dict[str, Any]] = []
+    for terminal in terminals:
+        reference: dict[str, Any] = {
+            "type": "terminal",
+            "resource": terminal.uri,
+            "title": terminal.title,
+            "isPty": True,
+        }
+        status = terminal.exit_status() if ended else None
+        if status is not None and status.exit_code is not None:
+            reference["result"] = {"exitCode": status.exit_code}
+        shown.append(reference)
+    return shown
 
 
 def _content_text(content: Any) -> str | None:

@@ -3,7 +3,8 @@
 A client's size, claim, title and clear are said as the client sent them and then take
 effect (the pty is told its size; the root's list is said again after a claim or a title);
 its input is said too, a side-effect-only action every client of the terminal is sent, and
-written through to the pty. The rest is the host's, read off the shell's output.
+written through to the pty. The host says a claim too (a session's terminal handed to the
+tool call it runs for); the rest is the host's, read off the shell's output.
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ TERMINAL_RULES = (
     ActionRule("root/terminalsChanged", said_by_host=True),
     ActionRule("terminal/input", grant="terminal:input", effect=_input),
     ActionRule("terminal/resized", grant="terminal:resize", effect=_resized),
-    ActionRule("terminal/claimed", grant="terminal:claim", effect=_claimed),
+    ActionRule("terminal/claimed", grant="terminal:claim", effect=_claimed, said_by_host=True),
     ActionRule("terminal/titleChanged", grant="terminal:rename", effect=_title_changed),
     ActionRule("terminal/cleared", grant="terminal:clear", effect=_cleared),
     ActionRule("terminal/data", said_by_host=True),

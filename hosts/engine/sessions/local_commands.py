@@ -37,7 +37,8 @@ def command_of(text: str) -> str | None:
     return None
 
 
-def _text(terminal: LiveTerminal) -> str:
+def terminal_text(terminal: LiveTerminal) -> str:
+    """All the output a terminal holds, in order."""
     return "".join(
         str(p.get("output" if p.get("type") == "command" else "value") or "")
         for p in terminal.state["content"]
@@ -93,7 +94,7 @@ class LocalCommand:
         reference = {"type": "terminal", "resource": uri, "title": self.command}
         events.tool_content(call_id, [reference])
         await terminal.ended.wait()
-        output = _text(terminal)
+        output = terminal_text(terminal)
         result: dict[str, Any] = {"preview": output[-PREVIEW_CHARS:]}
         if len(output) > PREVIEW_CHARS:
             result["truncated"] = True

@@ -20,6 +20,7 @@ from ...backends.base import AgentChat, BackendError, ChatContext, TurnRequest
 from ...protocol.reducers import reduce
 from ...protocol.shapes import Origin
 from ..clock import now_ms
+from .agent_terminals import AgentTerminals
 from .attachments import Attachments, turn_request
 from .live import INTERRUPTED, LiveChat
 from .local_commands import LocalCommands, command_of
@@ -230,9 +231,7 @@ class Turns(PendingMessages):
                 # A ! command's turn was this host's, never the model's.
                 if t.get("state") == "complete" and command_of(t["message"].get("text", "")) is None
             ]
-            state_dir = None
-            if self._state_dir is not None:
-                state_dir = self._state_dir / "agents" / record.provider
+            state_dir = self._state_dir and self._state_dir / "agents" / record.provider
             context = ChatContext(
                 chat=chat.record.uri,
                 working_directories=[file_path(u) for u in record.working_directories]
@@ -241,6 +240,7 @@ class Turns(PendingMessages):
                 history=history,
                 config=dict(chat.session.channel.state["config"]["values"]),
                 state_dir=state_dir,
+                terminals=AgentTerminals(self.local.terminals, record.uri, chat.record.uri),
             )
             chat.agent_chat = await agent.open_chat(context)
             if chat.agent_chat.backend_id != chat.record.backend_id:

@@ -51,6 +51,8 @@ class LiveTerminal:
         #: Set once its process exited (and the output drained), or it was disposed.
         self.ended = asyncio.Event()
         self.exit_code: int | None = None
+        #: Whether the held content lost older output (to the scrollback cap, or a clear).
+        self.trimmed = False
 
     @property
     def uri(self) -> str:
@@ -115,6 +117,7 @@ class LiveTerminal:
         if self._held_bytes > self._cap:
             # Trimmed to three quarters, so a terminal at its cap is not copied at every read.
             content = trimmed(self.state["content"], self._cap * 3 // 4)
+            self.trimmed = True
             self.channel.state = {**self.state, "content": content}
             self._held_bytes = content_bytes(content)
 
@@ -176,6 +179,7 @@ class LiveTerminal:
 
     def cleared(self) -> None:
         self._held_bytes = 0
+        self.trimmed = True
 
     async def hang_up(self, grace: float) -> None:
         """Stop what runs in it as closing a terminal would (SIGHUP, then SIGKILL after

@@ -55,8 +55,11 @@ class Pty:
         rows: int,
         output: Callable[[bytes], None],
         done: Callable[[int | None], None],
+        umask: int = -1,
     ) -> None:
         self._argv = list(argv)
+        #: The umask the process starts with; -1: the server's own.
+        self._umask = umask
         self._cwd = cwd
         self._env = dict(env)
         self._size = (rows, cols)
@@ -81,13 +84,28 @@ class Pty:
     def running(self) -> bool:
         return self._proc is not None and self._status is None
 
+    @property
+    def killed_by(self) -> int | None:
+        """The signal the process died of, once it was reaped; None if it exited."""
+        status = self._status
+        return os.WTERMSIG(status) if status is not None and os.WIFSIGNALED(status) else None
+
     def start(self) -> None:
         """Start the process; OSError (FileNotFoundError for a missing shell) if it cannot."""
         self._loop = asyncio.get_running_loop()
         # ptyprocess forks, makes the child a session leader with the pty as its controlling
         # terminal, sets the size, and waits for the exec (an exec that fails raises here).
+        mask = self._umask
+
+        def in_child() -> None:
+            os.umask(mask)
+
         self._proc = proc = PtyProcess.spawn(
-            self._argv, cwd=str(self._cwd), env=self._env, dimensions=self._size
+            self._argv,
+            cwd=str(self._cwd),
+            env=self._env,
+            dimensions=self._size,
+            preexec_fn=None if mask < 0 else in_child,
         )
         fd = proc.fd
         os.set_blocking(fd, False)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -76,6 +76,28 @@ class Terminals:
         """Start `shell` under a pty in `cwd` and open its channel; OSError if it cannot start
         (nothing is opened then). With a `command`, the shell runs that alone (`-c`) and the
         terminal exits with it."""
+        env = shell_environment(self.settings.shell_env)
+        argv, extra = shell_command(shell, env) if command is None else ([shell, "-c", command], {})
+        return self.run(
+            uri, argv, env={**env, **extra}, claim=claim, title=title, cwd=cwd, cols=cols, rows=rows
+        )
+
+    def run(
+        self,
+        uri: str,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str],
+        claim: dict[str, Any],
+        title: str,
+        cwd: Path,
+        cols: int,
+        rows: int,
+        umask: int = -1,
+    ) -> LiveTerminal:
+        """Start `argv` under a pty in `cwd` with exactly `env` (and `umask`, unless -1), and
+        open its channel; OSError if it cannot start (nothing is opened then). The terminal
+        exits with the process."""
         state: dict[str, Any] = {
             "title": title,
             "cwd": cwd.as_uri(),
@@ -92,23 +114,28 @@ class Terminals:
             scrollback_bytes=self.settings.scrollback_bytes,
             changed=lambda _: self.announce(),
         )
-        env = shell_environment(self.settings.shell_env)
-        argv, extra = shell_command(shell, env) if command is None else ([shell, "-c", command], {})
         terminal.pty = Pty(
             argv,
             cwd=cwd,
-            env={**env, **extra},
+            env=env,
             cols=cols,
             rows=rows,
             output=terminal.output,
             done=terminal.exited,
+            umask=umask,
         )
         terminal.pty.start()
         self._fanout.open(terminal.channel)
         self._live[uri] = terminal
-        log.info("terminal %s opened: %s in %s (pid %d)", uri, shell, cwd, terminal.pty.pid)
+        log.info("terminal %s opened: %s in %s (pid %d)", uri, argv[0], cwd, terminal.pty.pid)
         self.announce()
         return terminal
+
+    def claim(self, terminal: LiveTerminal, claim: dict[str, Any]) -> None:
+        """The host hands a terminal on (to the tool call a session's terminal runs for)."""
+        if claim != terminal.state["claim"]:
+            terminal.say({"type": "terminal/claimed", "claim": claim})
+            self.announce()
 
     def announce(self) -> None:
         """Say the whole TerminalInfo list on the root; none open, and the root holds none."""
