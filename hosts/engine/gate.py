@@ -48,11 +48,12 @@ class Gate:
         self.session_of: Callable[[str], access.Owned | None] = no_sessions
 
     def may_watch(self, principal: Principal, channel: Channel) -> bool:
-        """Whether a principal may watch a channel: its kind, and, for a session's channels,
-        that session (access.py)."""
+        """Whether a principal may watch a channel: its kind, and, for a session's channels
+        (its chats, the terminals it claims), that session (access.py)."""
         if not readable(principal, channel.kind):
             return False
-        record = self.session_of(channel.uri) if channel.kind in ("session", "chat") else None
+        in_session = channel.kind in ("session", "chat", "terminal")
+        record = self.session_of(channel.uri) if in_session else None
         return record is None or access.may_read(principal, record)
 
     async def principal_now(self, conn: Connection) -> Principal:

@@ -40,6 +40,7 @@ from .resources.watches import Watches
 from .sessions import Presence, Residency, Sessions, Turns
 from .sessions.attachments import Attachments
 from .sessions.local_commands import LocalCommands
+from .sessions.records import SessionRecord
 from .terminals import Terminals, TerminalSettings
 from .terminals.shells import chosen_shell
 from .writebehind import WriteBehind
@@ -119,7 +120,7 @@ class Host:
         self.asks = Asks(self.fanout, self.clients)
         self.root_principal = principal_root(settings.host_name)
         self.sessions = Sessions(self.fanout, self.writes, store, agents or {})
-        self.gate.session_of = self.sessions.record_of
+        self.gate.session_of = self._session_of
         for agent in self.sessions.agents.values():
             if hasattr(agent, "on_info_changed"):
                 agent.on_info_changed = self._agents_changed
@@ -167,6 +168,14 @@ class Host:
     @property
     def directory(self) -> Directory:
         return self.gate.directory
+
+    def _session_of(self, uri: str) -> SessionRecord | None:
+        """The session a channel is in: a session's, a chat's, or a terminal it claims."""
+        record = self.sessions.record_of(uri)
+        terminal = self.terminals.get(uri) if record is None else None
+        if terminal is not None and terminal.state["claim"].get("kind") == "session":
+            record = self.sessions.record_of(str(terminal.state["claim"].get("session", "")))
+        return record
 
     async def wake(self, uri: str) -> None:
         """Make ready what a URI names before a command reads it: a dormant chat's turns, a

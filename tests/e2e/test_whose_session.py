@@ -38,6 +38,7 @@ PEOPLE = {
     "gus": ("guest", "team:alpha"),
     "gil": ("guest", ""),
     "pia": ("member", "project:web"),
+    "tom": ("member", ""),
 }
 
 #: person -> what they may do in (alpha's, web's, the host's) session: r read, w work, d dispose
@@ -51,6 +52,7 @@ MATRIX = {
     "gus": ("r", "r", ""),
     "gil": ("", "", "r"),
     "pia": ("", "r", ""),
+    "tom": ("", "", "r"),
 }
 
 SETUP = """
@@ -306,3 +308,29 @@ def test_rest_refuses_work_in_another_persons_session(server, tokens, sessions):
     assert status == 403 and "session:dispose" in body["detail"]
     status, body = call(server, "POST", path, tokens["lea"], {"message": "from the lead"})
     assert status == 202 and body["chat"]
+
+
+async def test_a_terminal_a_session_claims_is_that_sessions(server, connect, tokens, workdir):
+    # Made by ana (an admin may name any scope) in team alpha, which tom is no member of.
+    ana = await signed_in(server, connect, tokens["ana"])
+    uri = f"ahp-session:/{uuid.uuid4()}"
+    await ana.request(
+        "createSession",
+        {
+            "channel": uri,
+            "provider": "local",
+            "workingDirectories": [workdir.as_uri()],
+            "_meta": {"ahpd.scope": "team:alpha"},
+        },
+    )
+    state = (await ana.request("subscribe", {"channel": uri}))["snapshot"]["state"]
+    terminal = f"ahp-terminal:/{uuid.uuid4()}"
+    claim = {"kind": "session", "session": uri, "chat": state["defaultChat"]}
+    await ana.request("createTerminal", {"channel": terminal, "claim": claim})
+    tom = await signed_in(server, connect, tokens["tom"])
+    with pytest.raises(RpcError) as refused:
+        await tom.request("subscribe", {"channel": terminal})
+    assert refused.value.message.startswith("user:tom may not others:read here")
+    echo = await tom.dispatch_and_wait(terminal, {"type": "terminal/input", "data": "id\n"})
+    assert echo["rejectionReason"].startswith("user:tom may not others:work here")
+    await ana.request("disposeTerminal", {"channel": terminal})

@@ -22,7 +22,7 @@ async def subscribe(host: Host, conn: Connection, params: dict[str, Any]) -> dic
     if needed is not None:
         principal = await host.gate.require(conn, *needed)
         # A session's channels are read only by whom that session lets read it.
-        record = host.sessions.record_of(channel.uri)
+        record = host.gate.session_of(channel.uri)
         if record is not None:
             access.require(principal, record, access.READ_SESSION)
     host.fanout.subscribe(conn, channel)
