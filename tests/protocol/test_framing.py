@@ -15,8 +15,13 @@ def test_a_request_and_a_notification_are_told_apart():
     assert note is not None and not note.has_id
 
 
-def test_a_client_response_carries_nothing_to_dispatch():
-    assert jsonrpc.parse('{"jsonrpc":"2.0","id":1,"result":null}') is None
+def test_a_client_answer_is_a_response_not_a_request():
+    # A client answering a request of the host's (its own files): nothing to dispatch.
+    assert jsonrpc.parse('{"jsonrpc":"2.0","id":"ahpd-1","result":{"data":"x"}}') == (
+        jsonrpc.Response("ahpd-1", {"data": "x"})
+    )
+    failed = jsonrpc.parse('{"jsonrpc":"2.0","id":2,"error":{"code":-32008,"message":"gone"}}')
+    assert failed == jsonrpc.Response(2, None, {"code": -32008, "message": "gone"})
 
 
 @pytest.mark.parametrize(

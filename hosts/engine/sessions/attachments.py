@@ -58,8 +58,10 @@ class Attachments:
         if not request.sent:
             return request
         found = await asyncio.to_thread(lambda: [self._one(a) for a in request.sent])
-        for at, attachment in enumerate(found):
-            if attachment is not None and client_uri(attachment.uri or "") is not None:
+        for at, (sent, attachment) in enumerate(zip(request.sent, found, strict=True)):
+            size = sent.get("sizeHint")
+            too_big = isinstance(size, int | float) and size > self._limit
+            if attachment is not None and not too_big and client_uri(attachment.uri or ""):
                 found[at] = await self._from_client(attachment, request.sender)
         return replace(request, attachments=tuple(a for a in found if a is not None))
 
@@ -101,9 +103,6 @@ class Attachments:
         if not uri.startswith("file:"):
             # A client's own is asked of it (`found`) unless it says it is too big; any other
             # scheme is left as sent.
-            size = sent.get("sizeHint")
-            if isinstance(size, int | float) and size > self._limit:
-                return left_as_sent
             kind = sent.get("contentType")
             return replace(left_as_sent, mime=kind if isinstance(kind, str) and kind else None)
         try:
