@@ -4,10 +4,7 @@ output and exit the agent reads back. The small ACP agent under tests/agents run
 
 from __future__ import annotations
 
-import json
-import sys
 import tempfile
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,10 +13,9 @@ import pytest
 
 from tests.e2e.test_sessions import ended, new_session, turn
 from tests.e2e.test_terminals import text_of
+from tests.support.agents import server_with_acp_agent
 from tests.support.client import Client, RpcError
-from tests.support.server import REPO, ServerProcess
-
-AGENT = REPO / "tests" / "agents" / "fake_acp_agent.py"
+from tests.support.server import ServerProcess
 
 
 @pytest.fixture(scope="module")
@@ -33,21 +29,9 @@ def workdir() -> Iterator[Path]:
 
 
 @pytest.fixture(scope="module")
-def server(workdir: Path) -> Iterator[ServerProcess]:
-    config = workdir.parent / f"acp-term-agents-{uuid.uuid4().hex}.json"
-    agent = {
-        "provider": "fake",
-        "kind": "acp",
-        "displayName": "Fake ACP agent",
-        "command": sys.executable,
-        "args": [str(AGENT)],
-        "promptTimeoutSeconds": 60,
-    }
-    config.write_text(json.dumps({"agents": [agent]}))
-    process = ServerProcess(env_extra={"AHPD_CONFIG": str(config)}).start()
-    yield process
-    process.close()
-    config.unlink()
+def server() -> Iterator[ServerProcess]:
+    with server_with_acp_agent() as process:
+        yield process
 
 
 async def run(client: Client, chat: str, text: str) -> tuple[dict[str, Any], dict[str, Any]]:
