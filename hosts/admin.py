@@ -20,7 +20,7 @@ from django.utils import timezone
 from django.utils.html import format_html
 
 from .api.people_views import ws_url
-from .engine.sessions.records import iso
+from .engine.clock import iso
 from .models import (
     Membership,
     Project,

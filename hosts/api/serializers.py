@@ -12,7 +12,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.validators import UniqueValidator
 
-from ..engine.sessions.records import iso
+from ..engine.clock import iso
 from ..models import (
     Membership,
     Project,

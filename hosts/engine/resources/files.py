@@ -17,16 +17,13 @@ import os
 import shutil
 import tempfile
 import threading
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from ...protocol.errors import ErrorCode, ProtocolError, invalid_params
+from ..clock import iso
 
 _write_lock = threading.Lock()
-
-#: How much of a file is read at a time.
-_CHUNK = 1 << 20
 
 
 def not_found(uri: str) -> ProtocolError:
@@ -41,14 +38,6 @@ def etag_of(stat: os.stat_result) -> str:
     return f"{stat.st_ino:x}-{stat.st_size:x}-{stat.st_mtime_ns:x}"
 
 
-def _iso(seconds: float) -> str:
-    return (
-        datetime.fromtimestamp(seconds, UTC)
-        .isoformat(timespec="milliseconds")
-        .replace("+00:00", "Z")
-    )
-
-
 def content_type(path: Path) -> str | None:
     return mimetypes.guess_type(path.name)[0]
 
@@ -57,25 +46,23 @@ def read(path: Path, uri: str, encoding: str | None, limit: int) -> dict[str, An
     """A file's content: as utf-8 text where asked (or where none was asked and it is text),
     else base64. A file over `limit` bytes is refused, never read whole."""
     try:
-        size = path.stat().st_size
         if path.is_dir():
             raise invalid_params(f"resourceRead: {uri} is a directory; list it instead")
-        if limit and size > limit:
-            raise invalid_params(
-                f"resourceRead: {uri} is {size} bytes, over this host's read limit of {limit} "
-                "(AHPD_RESOURCE_READ_LIMIT_BYTES)"
-            )
-        chunks = []
         with path.open("rb") as file:
-            while chunk := file.read(_CHUNK):
-                chunks.append(chunk)
-                if limit and sum(map(len, chunks)) > limit:
-                    raise invalid_params(f"resourceRead: {uri} grew past the read limit")
+            size = os.fstat(file.fileno()).st_size
+            if limit and size > limit:
+                raise invalid_params(
+                    f"resourceRead: {uri} is {size} bytes, over this host's read limit of "
+                    f"{limit} (AHPD_RESOURCE_READ_LIMIT_BYTES)"
+                )
+            # One byte past the limit at most: a file that grew since is refused, not held.
+            data = file.read(limit + 1) if limit else file.read()
+        if limit and len(data) > limit:
+            raise invalid_params(f"resourceRead: {uri} grew past the read limit")
     except FileNotFoundError:
         raise not_found(uri) from None
     except PermissionError:
         raise ProtocolError(ErrorCode.PERMISSION_DENIED, f"Permission denied: {uri}") from None
-    data = b"".join(chunks)
     result: dict[str, Any]
     if encoding != "base64":
         try:
@@ -183,8 +170,8 @@ def resolve(path: Path, uri: str, canonical: str) -> dict[str, Any]:
     result: dict[str, Any] = {
         "uri": canonical,
         "type": kind,
-        "mtime": _iso(stat.st_mtime),
-        "ctime": _iso(stat.st_ctime),
+        "mtime": iso(stat.st_mtime_ns // 1_000_000),
+        "ctime": iso(stat.st_ctime_ns // 1_000_000),
     }
     if kind != "directory":
         result["size"] = stat.st_size

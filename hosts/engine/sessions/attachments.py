@@ -14,7 +14,6 @@ import asyncio
 import base64
 import binascii
 import logging
-import mimetypes
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
@@ -22,6 +21,7 @@ from typing import Any
 from ...backends.base import Attachment, TurnRequest
 from ...protocol.errors import ProtocolError
 from ..asks import Asks, client_uri
+from ..resources.files import content_type
 from ..resources.served import Served
 
 log = logging.getLogger("ahpd.engine")
@@ -113,7 +113,7 @@ class Attachments:
         except (ProtocolError, OSError) as error:
             log.info("attachment %s left as sent: %s", uri, error)
             return left_as_sent
-        guess = sent.get("contentType") or mimetypes.guess_type(path.name)[0]
+        guess = sent.get("contentType") or content_type(path)
         return self._content(label, uri, data, guess)
 
     def _content(self, label: str, uri: str | None, data: bytes, mime: Any) -> Attachment:

@@ -9,8 +9,6 @@ from __future__ import annotations
 import base64
 import uuid
 from dataclasses import dataclass, field, fields
-from datetime import UTC, datetime
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import unquote, urlsplit
@@ -20,16 +18,7 @@ from ...protocol.reducers._common import (
     STATUS_IS_ARCHIVED,
     STATUS_IS_READ,
 )
-
-
-@lru_cache(maxsize=1 << 17)
-def iso(ms: int) -> str:
-    """Epoch milliseconds as the ISO-8601 text the protocol's timestamps use."""
-    return (
-        datetime.fromtimestamp(ms / 1000, UTC)
-        .isoformat(timespec="milliseconds")
-        .replace("+00:00", "Z")
-    )
+from ..clock import iso
 
 
 def status_bits(activity: int, *, is_read: bool, is_archived: bool) -> int:

@@ -9,8 +9,8 @@ from ...protocol.reducers._common import (
     STATUS_IS_READ,
 )
 from ...protocol.shapes import SessionSummary
+from ..clock import iso
 from .live import LiveSession
-from .records import iso
 
 
 def session_row(session: LiveSession) -> SessionSummary:

@@ -19,13 +19,13 @@ from typing import Any
 from ...backends.base import AgentChat, BackendError, ChatContext, TurnRequest
 from ...protocol.reducers import reduce
 from ...protocol.shapes import Origin
-from ..clock import now_ms
+from ..clock import iso, now_ms
 from .agent_terminals import AgentTerminals
 from .attachments import Attachments, turn_request
 from .live import INTERRUPTED, LiveChat
 from .local_commands import LocalCommands, command_of
 from .pending import PendingMessages
-from .records import file_path, iso
+from .records import file_path
 from .residency import Residency
 from .runner import TurnRunner
 from .table import Sessions
