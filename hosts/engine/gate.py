@@ -47,14 +47,19 @@ class Gate:
         #: The session a channel is in, if any (the host's session table answers).
         self.session_of: Callable[[str], access.Owned | None] = no_sessions
 
-    def may_watch(self, principal: Principal, channel: Channel) -> bool:
-        """Whether a principal may watch a channel: its kind, and, for a session's channels
-        (its chats, the terminals it claims), that session (access.py)."""
-        if not readable(principal, channel.kind):
-            return False
+    def watch_refusal(self, principal: Principal, channel: Channel) -> ProtocolError | None:
+        """Why a principal may not watch a channel (-32009), or None: its kind's grant, and,
+        for a session's channels (its chats, the terminals it claims), that session."""
+        needed = grants.SUBSCRIBE.get(channel.kind)
+        if needed is not None and not any(principal.may(n) for n in needed):
+            return denied(principal, needed[0])
         in_session = channel.kind in ("session", "chat", "terminal")
         record = self.session_of(channel.uri) if in_session else None
-        return record is None or access.may_read(principal, record)
+        reason = access.refusal(principal, record, access.READ_SESSION) if record else None
+        return ProtocolError(ErrorCode.PERMISSION_DENIED, reason) if reason else None
+
+    def may_watch(self, principal: Principal, channel: Channel) -> bool:
+        return self.watch_refusal(principal, channel) is None
 
     async def principal_now(self, conn: Connection) -> Principal:
         """The connection's principal with its grants read again; a revoked token signs out.

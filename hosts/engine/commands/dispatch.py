@@ -77,8 +77,7 @@ async def dispatch_action(host: Host, conn: Connection, params: dict[str, Any]) 
     if target.kind != spec.channel_kind:
         return refuse(f"{action_type} is not an action of {target.uri}")
     # In a session, whose it is decides too (access.py).
-    record = host.gate.session_of(target.uri) if needed is not None else None
-    if record is not None and needed is not None:
+    if needed is not None and (record := host.gate.session_of(target.uri)) is not None:
         if (reason := access.refusal(caller.principal, record, needed)) is not None:
             return refuse(reason)
     reason = action_problem(action)
