@@ -245,6 +245,8 @@ def state_definition_for(resource: str) -> str:
         raise SchemaError(f"snapshot: no state channel for resource {resource!r}")
     if scheme == "ahp-session" and rest.rstrip("/").endswith("/annotations"):
         return "AnnotationsState"  # the per-session annotations channel
+    if "/changeset/" in rest:
+        return "ChangesetState"  # a changeset nested under its session's URI
     return _STATE_BY_SCHEME[scheme]
 
 

@@ -49,11 +49,12 @@ class Gate:
 
     def watch_refusal(self, principal: Principal, channel: Channel) -> ProtocolError | None:
         """Why a principal may not watch a channel (-32009), or None: its kind's grant, and,
-        for a session's channels (its chats, the terminals it claims), that session."""
+        for a session's channels (its chats, its changesets, the terminals it claims), that
+        session."""
         needed = grants.SUBSCRIBE.get(channel.kind)
         if needed is not None and not any(principal.may(n) for n in needed):
             return denied(principal, needed[0])
-        in_session = channel.kind in ("session", "chat", "terminal")
+        in_session = channel.kind in ("session", "chat", "changeset", "terminal")
         record = self.session_of(channel.uri) if in_session else None
         reason = access.refusal(principal, record, access.READ_SESSION) if record else None
         return ProtocolError(ErrorCode.PERMISSION_DENIED, reason) if reason else None

@@ -218,5 +218,6 @@ SUBSCRIBE: dict[str, tuple[str, ...]] = {
     "resourceWatch": ("file:watch",),
     "session": ("session:state",),
     "chat": ("chat:turns", "session:state"),
+    "changeset": ("session:state",),
     "terminal": ("terminal:output",),
 }

@@ -12,7 +12,6 @@ import asyncio
 import logging
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,14 +22,16 @@ from ..protocol.reducers import reduce
 from ..protocol.shapes import Origin
 from ..protocol.uris import ROOT_URI
 from ..protocol.validation import action_problem
-from . import grants, root_config
+from . import changesets, grants, root_config
 from .asks import Asks
+from .changesets import Changesets
 from .channel import Channel
 from .clients import Clients
 from .clock import now_ms
 from .connection import Connection
 from .fanout import Fanout
 from .gate import Gate
+from .host_settings import HostSettings as HostSettings
 from .placement import HereOnly, Placement, Relay
 from .ports import Store, Transport
 from .principal import USERS_RESOURCE_METADATA, Directory, NoDirectory, Principal
@@ -41,7 +42,7 @@ from .sessions import Presence, Residency, Sessions, Turns
 from .sessions.attachments import Attachments
 from .sessions.local_commands import LocalCommands
 from .sessions.records import SessionRecord
-from .terminals import Terminals, TerminalSettings
+from .terminals import Terminals
 from .terminals.shells import chosen_shell
 from .writebehind import WriteBehind
 
@@ -51,48 +52,6 @@ stop_log = logging.getLogger("ahpd.runtime")
 
 #: The close a client is sent as the host stops: RFC 6455's "going away".
 GOING_AWAY = 1001
-
-
-@dataclass(frozen=True, slots=True)
-class HostSettings:
-    server_name: str = "ahpd"
-    server_version: str = "0.1.0"
-    client_queue_bytes: int = 16 * root_config.MIB
-    replay_bytes: int = 32 * root_config.MIB
-    replay_count: int = 1000
-    #: A client record is forgotten once its client has been gone ten 30 s windows.
-    client_record_ttl_s: float = 300.0
-    #: Streamed text is gathered per part this long before it is said; 0 says every chunk.
-    delta_window_ms: int = 75
-    #: The name `root:<host>` says for the deployment's own token.
-    host_name: str = "ahpd"
-    #: How long a client that dropped stays in the sessions it was in.
-    presence_grace_s: float = 30.0
-    #: Where backends keep their own state (agents' HOME folders).
-    state_dir: Path | None = None
-    #: How long a chat's agent process stays idle before it is let go (sleepAfterMinutes,
-    #: AHPD_SLEEP_AFTER_MINUTES); 0 never lets one go on time alone.
-    sleep_after_s: float = 30 * 60.0
-    #: How many sessions run agents before the least recently used idle one's are let go
-    #: (sessionResidencyLimit, AHPD_SESSION_RESIDENCY_LIMIT); 0 sets no limit.
-    session_residency_limit: int = 10
-    #: How many agents one person's sessions may have at work at once
-    #: (AHPD_AGENTS_PER_PERSON); 0 sets no cap.
-    agents_per_person: int = 10
-    #: How long a stop waits for clients to answer its close frame before going on.
-    close_wait_s: float = 5.0
-    #: The folders served (AHPD_PATHS); none: the directory the server started in.
-    served_paths: tuple[Path, ...] = ()
-    #: A resourceRead over this many bytes is refused (AHPD_RESOURCE_READ_LIMIT_BYTES).
-    resource_read_limit: int = 32 * root_config.MIB
-    #: What is never served, wherever it lies (the env file, a token file); the state
-    #: directory never is either.
-    private_paths: tuple[Path, ...] = ()
-    #: A file attached to a message is read for its agent up to this many bytes
-    #: (AHPD_ATTACHMENT_FETCH_LIMIT_BYTES); a larger one is left as sent.
-    attachment_fetch_limit: int = 32 * root_config.MIB
-    #: The terminals' scrollback cap, the shells' environment, the grace of a kill.
-    terminals: TerminalSettings = field(default_factory=TerminalSettings)
 
 
 class Host:
@@ -133,6 +92,10 @@ class Host:
             ),
         )
         self.watches = Watches(self.fanout, self.served, settings.presence_grace_s)
+        #: Each session's uncommitted changes, where it works in git.
+        self.changesets = Changesets(self.fanout, self.sessions.session, settings.presence_grace_s)
+        self.sessions.catalogue_of = changesets.catalogue
+        self.sessions.on_activity = self.changesets.activity
         self.terminals = Terminals(self.fanout, lambda: self.root, settings.terminals)
         #: The terminals `!command` turns run in, in the shell a client's terminal opens.
         self.local_commands = LocalCommands(
@@ -170,8 +133,9 @@ class Host:
         return self.gate.directory
 
     def _session_of(self, uri: str) -> SessionRecord | None:
-        """The session a channel is in: a session's, a chat's, or a terminal it claims."""
-        record = self.sessions.record_of(uri)
+        """The session a channel is in: a session's, a chat's, a changeset's, or a terminal
+        it claims."""
+        record = self.sessions.record_of(changesets.session_uri_of(uri) or uri)
         terminal = self.terminals.get(uri) if record is None else None
         if terminal is not None and terminal.state["claim"].get("kind") == "session":
             record = self.sessions.record_of(str(terminal.state["claim"].get("session", "")))
@@ -182,6 +146,7 @@ class Host:
         watch channel named again (after a restart)."""
         await self.sessions.wake(uri)
         self.watches.wake(uri)
+        self.changesets.wake(uri)
 
     def agents_info(self) -> list[dict[str, Any]]:
         """Root state's `agents`: each agent's AgentInfo, with the people resource."""
@@ -259,6 +224,7 @@ class Host:
         await self.terminals.stop()
         await self.sessions.shutdown()
         await self.watches.stop()
+        await self.changesets.stop()
         await self.residency.drain()
         await self.writes.stop()
         self.fanout.stop()

@@ -29,6 +29,14 @@ STATE_KINDS = {
 }
 
 
+def state_kind(uri: str) -> str | None:
+    """The kind of state a channel holds: a changeset nested under its session's URI is a
+    changeset's, whatever the session's scheme; else its scheme says."""
+    if "/changeset/" in uri:
+        return "changeset"
+    return STATE_KINDS.get(uri.partition(":")[0])
+
+
 class RpcError(Exception):
     def __init__(self, error: dict[str, Any]) -> None:
         super().__init__(f"{error['code']}: {error['message']}")
@@ -157,12 +165,13 @@ class Client:
         entry = self.tracked.get(envelope["channel"])
         if entry is None or "rejectionReason" in envelope or envelope["serverSeq"] <= entry[1]:
             return
-        kind = STATE_KINDS[envelope["channel"].partition(":")[0]]
+        kind = state_kind(envelope["channel"])
+        assert kind is not None
         entry[0] = reduce(kind, entry[0], envelope["action"], now_ms=0)
 
     def _remember_snapshot(self, snapshot: dict[str, Any]) -> None:
         resource = snapshot["resource"]
-        if resource.partition(":")[0] in STATE_KINDS:
+        if state_kind(resource) is not None:
             self.tracked[resource] = [copy.deepcopy(snapshot["state"]), snapshot["fromSeq"]]
 
     # -- requests ----------------------------------------------------------------------

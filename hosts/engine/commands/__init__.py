@@ -13,7 +13,16 @@ from typing import Any
 
 from ..connection import Connection
 from ..host import Host
-from . import chats, dispatch, handshake, resources, sessions, subscriptions, terminals
+from . import (
+    changesets,
+    chats,
+    dispatch,
+    handshake,
+    resources,
+    sessions,
+    subscriptions,
+    terminals,
+)
 
 Handler = Callable[[Host, Connection, dict[str, Any]], Awaitable[Any]]
 
@@ -45,6 +54,7 @@ COMMANDS: dict[str, Command] = {
     "disposeChat": Command(chats.dispose_chat, FRESH),
     "completions": Command(chats.completions, "chat:send"),
     **{method: Command(handler, grant) for method, (handler, grant) in resources.SERVED.items()},
+    "invokeChangesetOperation": Command(changesets.invoke_changeset_operation, "session:changes"),
     "createTerminal": Command(terminals.create_terminal, FRESH),
     "disposeTerminal": Command(terminals.dispose_terminal, FRESH),
 }

@@ -1,4 +1,5 @@
-"""The resource family a client asks of this host: the `file:` URIs of the served folders.
+"""The resource family a client asks of this host: the `file:` URIs of the served folders,
+and the before side of a changeset's files (`ahpd-git:`, read from git inside the fence).
 
 Each command checks its params, finds the path inside the fence (resources/served.py, -32009
 `Permission denied: <uri>` outside it), and runs the file work off the event loop every client
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ...protocol.errors import invalid_params
+from ...protocol.uris import scheme_of
 from ...protocol.validation import (
     optional_bool,
     optional_choice,
@@ -23,6 +25,7 @@ from ...protocol.validation import (
     required_str,
 )
 from .. import asks
+from ..changesets import files as changeset_files
 from ..connection import Connection
 from ..host import Host
 from ..resources import files
@@ -60,8 +63,16 @@ WRITE_MODES = ("truncate", "append", "insert")
 async def resource_read(host: Host, conn: Connection, params: dict[str, Any]) -> dict[str, Any]:
     uri = required_str(params, "resourceRead", "uri")
     encoding = optional_choice(params, "resourceRead", "encoding", ENCODINGS)
-    path = host.served.path_of(uri, "resourceRead")
     limit = host.settings.resource_read_limit
+    if scheme_of(uri) == changeset_files.CONTENT_SCHEME:
+        # The before side of a changeset's file: what a commit holds, inside the fence too.
+        named, commit = changeset_files.parse_before_uri(uri, "resourceRead")
+        path = host.served.path_of(named.as_uri(), "resourceRead")
+        data = await host.changesets.before(path, commit, uri)
+        if limit and len(data) > limit:
+            raise invalid_params(f"resourceRead: {uri} is over this host's read limit of {limit}")
+        return files.encoded(data, path, encoding)
+    path = host.served.path_of(uri, "resourceRead")
     return await asyncio.to_thread(files.read, path, uri, encoding, limit)
 
 

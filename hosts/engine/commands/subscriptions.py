@@ -25,6 +25,7 @@ async def subscribe(host: Host, conn: Connection, params: dict[str, Any]) -> dic
             raise refused
     host.fanout.subscribe(conn, channel)
     await host.watches.attached(channel.uri)
+    await host.changesets.attached(channel.uri)
     # The automations catalogue is answered under the spelling the client used; the root is
     # answered as ahp-root:// whatever spelling asked for it.
     resource = uri if channel.kind == "automation" else channel.uri

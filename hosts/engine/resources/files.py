@@ -63,6 +63,12 @@ def read(path: Path, uri: str, encoding: str | None, limit: int) -> dict[str, An
         raise not_found(uri) from None
     except PermissionError:
         raise ProtocolError(ErrorCode.PERMISSION_DENIED, f"Permission denied: {uri}") from None
+    return encoded(data, path, encoding)
+
+
+def encoded(data: bytes, path: Path, encoding: str | None) -> dict[str, Any]:
+    """A resourceRead result: utf-8 where asked (or where none was and it is text), else
+    base64, with the content type the path's name suggests."""
     result: dict[str, Any]
     if encoding != "base64":
         try:

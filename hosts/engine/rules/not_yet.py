@@ -19,7 +19,6 @@ NOT_YET_RULES = tuple(
         "session/mcpServerStartRequested",
         "session/mcpServerStopRequested",
         "session/mcpServerBackgroundRequested",
-        "changeset/filesReviewChanged",
         "annotations/set",
         "annotations/updated",
         "annotations/removed",

@@ -133,6 +133,8 @@ async def do_dispose_session(host: Host, caller: Caller, uri: str) -> None:
     caller.may("session:dispose")
     session = session_of(host, uri)
     caller.may_in(session, "session:dispose")
+    # Its changesets are cleared for those who watch them before the session is said gone.
+    await host.changesets.clear(session.record.uri)
     await host.sessions.dispose(session)
     # The terminals it claimed go with it, each said as it goes.
     for terminal in host.terminals.claimed_by_session(session.record.uri):

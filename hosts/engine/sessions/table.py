@@ -9,7 +9,7 @@ a record is what the store keeps. Turns are run by `turns.Turns`, presence by
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ...backends.base import Agent
@@ -53,6 +53,9 @@ class Sessions:
         self.dormant: dict[str, ChatRecord] = {}
         self._waking: dict[str, asyncio.Future[list[dict[str, Any]]]] = {}
         self.catalogue = Catalogue()
+        #: A session's changeset catalogue (changesets/), and who hears its turns start and end.
+        self.catalogue_of: Callable[[SessionRecord], list[dict[str, Any]] | None] = lambda r: None
+        self.on_activity: Callable[[], None] = lambda: None
 
     # -- lookups --------------------------------------------------------------------------
 
@@ -133,6 +136,7 @@ class Sessions:
             "chats": [chat_summary(c, _chat_modified(c, record)) for c in chats],
             "defaultChat": record.default_chat,
             "workingDirectories": list(record.working_directories),
+            **({"changesets": found} if (found := self.catalogue_of(record)) else {}),
             **({"_meta": {"ahpd.owner": record.owner}} if record.owner else {}),
             "config": {
                 "schema": agent.session_config_schema() if agent else EMPTY_CONFIG_SCHEMA,
@@ -351,6 +355,7 @@ class Sessions:
         root = self._root()
         if root.state.get("activeSessions") != count:
             self.fanout.emit(root, {"type": "root/activeSessionsChanged", "activeSessions": count})
+        self.on_activity()
 
     def _root(self) -> Channel:
         root = self.fanout.channel(ROOT_URI)

@@ -1,0 +1,179 @@
+"""The git command line, asked what a working tree holds and told what to do with it.
+
+Every call is a subprocess (`git -C <top> ...`) awaited off the event loop's back: a slow
+repository keeps its own caller waiting and nobody else. Output is read with `-z`, so a path
+with spaces, quotes or newlines is one path. Reads take no locks (GIT_OPTIONAL_LOCKS=0), so a
+re-read never fights the person's own `git add` in a terminal for the index.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+#: The environment every git call runs with: no prompt, no pager, plain messages.
+_ENV = {
+    "GIT_TERMINAL_PROMPT": "0",
+    "GIT_OPTIONAL_LOCKS": "0",
+    "GIT_PAGER": "cat",
+    "LC_ALL": "C",
+}
+
+
+class GitError(Exception):
+    """A git command that failed, with what git said."""
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One line of `git status --porcelain=v1`: a path (relative to the top), the path it came
+    from for a rename or copy, and the two status letters (index, working tree)."""
+
+    path: str
+    index: str
+    tree: str
+    origin: str | None = None
+
+    @property
+    def untracked(self) -> bool:
+        return self.index == "?"
+
+    @property
+    def staged(self) -> bool:
+        return self.index not in (" ", "?", "!")
+
+    @property
+    def unstaged(self) -> bool:
+        return self.tree != " "
+
+    @property
+    def deleted(self) -> bool:
+        return "D" in (self.index, self.tree)
+
+    @property
+    def renamed(self) -> bool:
+        return self.index == "R"
+
+
+async def run(
+    top: Path, *args: str, env: Mapping[str, str] | None = None, ok: tuple[int, ...] = (0,)
+) -> tuple[int, bytes]:
+    """Run `git -C top args`; its exit status and output. Any status outside `ok` raises."""
+    process = await asyncio.create_subprocess_exec(
+        "git",
+        "-C",
+        str(top),
+        *args,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, **_ENV, **(env or {})},
+    )
+    out, err = await process.communicate()
+    status = process.returncode or 0
+    if status not in ok:
+        said = err.decode(errors="replace").strip() or out.decode(errors="replace").strip()
+        raise GitError(said or f"git {args[0]} exited {status}")
+    return status, out
+
+
+def repository_of(folder: Path) -> Path | None:
+    """The top of the working tree `folder` lies in, by looking for `.git` upwards (no
+    subprocess: the session catalogue asks this as a session opens), or None."""
+    for candidate in (folder, *folder.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return None
+
+
+async def top_of(folder: Path) -> Path:
+    _, out = await run(folder, "rev-parse", "--show-toplevel")
+    return Path(out.decode().strip())
+
+
+async def git_dir(top: Path) -> Path:
+    _, out = await run(top, "rev-parse", "--absolute-git-dir")
+    return Path(out.decode().strip())
+
+
+async def head(top: Path) -> str | None:
+    """The commit HEAD names, or None in a repository with no commit yet."""
+    status, out = await run(top, "rev-parse", "--verify", "-q", "HEAD^{commit}", ok=(0, 1))
+    return out.decode().strip() if status == 0 else None
+
+
+async def status(top: Path, pathspec: str) -> list[Row]:
+    """What differs from HEAD under `pathspec`, untracked files one by one."""
+    _, out = await run(
+        top, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--", pathspec
+    )
+    rows: list[Row] = []
+    fields = out.decode(errors="surrogateescape").split("\0")
+    i = 0
+    while i < len(fields):
+        entry = fields[i]
+        i += 1
+        if len(entry) < 4:
+            continue
+        index, tree, path = entry[0], entry[1], entry[3:]
+        origin = None
+        if index in "RC":
+            origin = fields[i]
+            i += 1
+        rows.append(Row(path, index, tree, origin))
+    return rows
+
+
+async def numstat(top: Path, base: str, pathspec: str) -> dict[str, tuple[int, int]]:
+    """Lines added and removed per path between `base` and the working tree (tracked and
+    staged files; a binary file has none)."""
+    _, out = await run(top, "diff", "--numstat", "-z", "--find-renames", base, "--", pathspec)
+    stats: dict[str, tuple[int, int]] = {}
+    fields = out.decode(errors="surrogateescape").split("\0")
+    i = 0
+    while i < len(fields):
+        entry = fields[i]
+        i += 1
+        parts = entry.split("\t")
+        if len(parts) != 3:
+            continue
+        added, removed, path = parts
+        if not path:  # a rename: the two paths follow, the new one second
+            path = fields[i + 1] if i + 1 < len(fields) else ""
+            i += 2
+        if added.isdigit() and removed.isdigit():
+            stats[path] = (int(added), int(removed))
+    return stats
+
+
+async def show(top: Path, commit: str, path: str) -> bytes | None:
+    """A file as `commit` has it, or None where it has no such file."""
+    status, out = await run(top, "show", f"{commit}:{path}", ok=(0, 128))
+    return out if status == 0 else None
+
+
+async def holds(top: Path, commit: str, path: str) -> bool:
+    """Whether `commit` has a file (or folder) at `path`."""
+    status, _ = await run(top, "cat-file", "-e", f"{commit}:{path}", ok=(0, 1, 128))
+    return status == 0
+
+
+async def has_staged(top: Path) -> bool:
+    status, _ = await run(top, "diff", "--cached", "--quiet", ok=(0, 1))
+    return status == 1
+
+
+async def identity_env(top: Path, name: str, email: str) -> dict[str, str]:
+    """Who a commit is by: git's own configuration where it has one, else the person."""
+    status, _ = await run(top, "config", "user.email", ok=(0, 1))
+    if status == 0:
+        return {}
+    return {
+        "GIT_AUTHOR_NAME": name,
+        "GIT_AUTHOR_EMAIL": email,
+        "GIT_COMMITTER_NAME": name,
+        "GIT_COMMITTER_EMAIL": email,
+    }

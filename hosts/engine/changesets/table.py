@@ -1,0 +1,311 @@
+"""Every session's uncommitted changeset: its channel, its re-reads, its operations.
+
+A session whose folder lies in a git working tree advertises `<session>/changeset/uncommitted`
+in its catalogue. The channel opens when somebody names it, says `computing` to its first
+subscriber and then what git read (`changeset/contentChanged`, then `ready`). While anybody
+watches it, the OS's file notifications (watchfiles) over the session's folder and git's own
+index and HEAD nudge a re-read, coalesced per changeset: an agent's write, a tool call's, a
+terminal's `git add`, a commit somewhere else. Only a move is said: a file's row set or
+removed, or the whole set where that is the smaller thing. Its operations are re-declared as
+the session's running state flips (disabled mid-turn). Released after the grace once nobody
+watches it, cleared when its session goes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from watchfiles import Change, awatch
+
+from ...protocol.errors import ErrorCode, ProtocolError
+from ..channel import Channel
+from ..fanout import Fanout
+from ..sessions.live import LiveSession
+from ..sessions.records import SessionRecord, file_path
+from . import files, git
+from .operations import Tree, declared
+
+log = logging.getLogger("ahpd.engine")
+
+SEGMENT = "/changeset/"
+UNCOMMITTED = "uncommitted"
+#: How long the watcher gathers notifications into one re-read, in milliseconds.
+BATCH_MS = 150
+
+
+def changeset_uri(session_uri: str) -> str:
+    return f"{session_uri}{SEGMENT}{UNCOMMITTED}"
+
+
+def session_uri_of(uri: str) -> str | None:
+    """The session a changeset URI is under, or None for any other URI."""
+    head, found, scope = uri.rpartition(SEGMENT)
+    return head if found and head and scope == UNCOMMITTED else None
+
+
+def catalogue(record: SessionRecord) -> list[dict[str, Any]] | None:
+    """A session's changeset catalogue: its uncommitted changes, where its folder is in git."""
+    folder = folder_of(record)
+    if folder is None or git.repository_of(folder) is None:
+        return None
+    return [
+        {
+            "label": "Uncommitted Changes",
+            "uriTemplate": changeset_uri(record.uri),
+            "changeKind": UNCOMMITTED,
+            "description": f"What differs from HEAD under {folder}",
+        }
+    ]
+
+
+def folder_of(record: SessionRecord) -> Path | None:
+    return file_path(record.working_directories[0]) if record.working_directories else None
+
+
+class Changeset:
+    """One changeset channel and, while anybody watches it, its watcher."""
+
+    def __init__(self, channel: Channel, session: str, folder: Path) -> None:
+        self.channel = channel
+        self.session = session
+        self.folder = folder
+        self.tree: Tree | None = None
+        self.read_lock = asyncio.Lock()
+        self.pending = False
+        self.lanes: dict[str, asyncio.Lock] = {}
+        self.watcher: asyncio.Task[None] | None = None
+        self.stop_watching = asyncio.Event()
+        self.release_timer: asyncio.TimerHandle | None = None
+
+
+class Changesets:
+    def __init__(
+        self, fanout: Fanout, session_of: Callable[[str], LiveSession | None], grace_s: float
+    ) -> None:
+        self.fanout = fanout
+        self._session_of = session_of
+        self._grace_s = grace_s
+        self._open: dict[str, Changeset] = {}
+        fanout.on_joined(self._joined)
+        fanout.on_left(self._left)
+
+    def get(self, uri: str) -> Changeset | None:
+        return self._open.get(uri)
+
+    def wake(self, uri: str) -> None:
+        """Open the changeset a URI names, if its session is here and works in git."""
+        session_uri = session_uri_of(uri)
+        session = self._session_of(session_uri) if session_uri and uri not in self._open else None
+        if session is None:
+            return
+        record = session.record
+        folder = folder_of(record)
+        if folder is None or git.repository_of(folder) is None:
+            return
+        channel = self.fanout.open(Channel(uri, "changeset", {"status": "computing", "files": []}))
+        self._open[uri] = Changeset(channel, record.uri, folder)
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def nudge(self, changeset: Changeset) -> None:
+        """Read it again soon; nudges while a read waits or runs are that one read."""
+        if changeset.pending:
+            return
+        changeset.pending = True
+        asyncio.get_running_loop().create_task(self.read(changeset))
+
+    async def read(self, changeset: Changeset) -> None:
+        async with changeset.read_lock:
+            changeset.pending = False
+            if self._open.get(changeset.channel.uri) is not changeset:
+                return  # released or cleared meanwhile
+            try:
+                tree, found = await self._read_tree(changeset)
+            except (git.GitError, OSError) as error:
+                self._failed(changeset, str(error))
+                return
+            changeset.tree = tree
+            self._say(changeset, found, self.declare(changeset))
+
+    async def _read_tree(self, changeset: Changeset) -> tuple[Tree, list[dict[str, Any]]]:
+        top = await git.top_of(changeset.folder)
+        pathspec = os.path.relpath(changeset.folder.resolve(), top.resolve())
+        found, rows, head = await files.read(top, pathspec)
+        return Tree(top, pathspec, head, tuple(rows)), found
+
+    def running(self, changeset: Changeset) -> bool:
+        """Whether the changeset's session runs a turn now."""
+        session = self._session_of(changeset.session)
+        return session is not None and session.running
+
+    def subject(self, changeset: Changeset) -> str:
+        """The words a commit goes in with when nobody gives any: the session's title."""
+        session = self._session_of(changeset.session)
+        title = str(session.channel.state.get("title") or "") if session is not None else ""
+        return title or "Changes made in an ahpd session"
+
+    def declare(self, changeset: Changeset) -> list[dict[str, Any]]:
+        assert changeset.tree is not None
+        return declared(
+            changeset.tree, running=self.running(changeset), subject=self.subject(changeset)
+        )
+
+    def _say(
+        self, changeset: Changeset, found: list[dict[str, Any]], operations: list[dict[str, Any]]
+    ) -> None:
+        channel = changeset.channel
+        state = channel.state
+        held = {f["id"]: f for f in state["files"]}
+        fresh = {f["id"] for f in found}
+        moves: list[dict[str, Any]] = [
+            {"type": "changeset/fileSet", "file": f} for f in found if held.get(f["id"]) != f
+        ]
+        moves += [{"type": "changeset/fileRemoved", "fileId": i} for i in held if i not in fresh]
+        whole = moves and (not found or len(moves) > len(found))
+        if state["status"] == "computing" or whole:
+            content: dict[str, Any] = {"type": "changeset/contentChanged", "files": found}
+            if state.get("operations") != operations:
+                content["operations"] = operations
+            if moves or "operations" in content or state["status"] == "computing":
+                self.fanout.emit(channel, content)
+        else:
+            for move in moves:
+                self.fanout.emit(channel, move)
+            if state.get("operations") != operations:
+                self.fanout.emit(
+                    channel, {"type": "changeset/operationsChanged", "operations": operations}
+                )
+        if channel.state["status"] != "ready":
+            self.fanout.emit(channel, {"type": "changeset/statusChanged", "status": "ready"})
+
+    def _failed(self, changeset: Changeset, why: str) -> None:
+        log.warning("reading the changes under %s failed: %s", changeset.folder, why)
+        if changeset.channel.state["status"] == "computing":
+            error = {"errorType": "computeFailed", "message": why}
+            action = {"type": "changeset/statusChanged", "status": "error", "error": error}
+            self.fanout.emit(changeset.channel, action)
+
+    def activity(self) -> None:
+        """A session's running state may have flipped: each changeset's operations are said
+        again where the list differs (disabled mid-turn, idle after)."""
+        for changeset in self._open.values():
+            if changeset.tree is None:
+                continue
+            operations = self.declare(changeset)
+            if changeset.channel.state.get("operations") != operations:
+                self.fanout.emit(
+                    changeset.channel,
+                    {"type": "changeset/operationsChanged", "operations": operations},
+                )
+
+    # -- watching ---------------------------------------------------------------------------
+
+    def _joined(self, channel: Channel) -> None:
+        changeset = self._open.get(channel.uri)
+        if changeset is None:
+            return
+        if changeset.release_timer is not None:
+            changeset.release_timer.cancel()
+            changeset.release_timer = None
+        if changeset.watcher is None or changeset.watcher.done():
+            changeset.stop_watching = asyncio.Event()
+            changeset.watcher = asyncio.get_running_loop().create_task(
+                self._watch(changeset), name=f"changeset {channel.uri}"
+            )
+        if changeset.tree is None:
+            self.nudge(changeset)
+
+    async def _watch(self, changeset: Changeset) -> None:
+        try:
+            top = await git.top_of(changeset.folder)
+            gitdir = await git.git_dir(top)
+        except (git.GitError, OSError) as error:
+            log.warning("not watching %s: %s", changeset.folder, error)
+            return
+        folder = changeset.folder.resolve()
+        roots = [folder] if gitdir.is_relative_to(folder) else [folder, gitdir]
+
+        def moved(change: Change, raw: str) -> bool:
+            path = Path(raw)
+            if not path.is_relative_to(gitdir):
+                return True
+            inside = path.relative_to(gitdir).as_posix()
+            # git's own files: only where the index, HEAD or a branch moves.
+            return not inside.endswith(".lock") and (
+                inside in ("index", "HEAD") or inside.startswith("refs/")
+            )
+
+        try:
+            async for _ in awatch(
+                *roots,
+                watch_filter=moved,
+                debounce=BATCH_MS,
+                step=25,
+                stop_event=changeset.stop_watching,
+                ignore_permission_denied=True,
+            ):
+                self.nudge(changeset)
+        except Exception:
+            log.exception("watching %s failed; its changeset is read on request only", folder)
+
+    async def attached(self, uri: str) -> None:
+        """Return once a changeset's watcher has taken its first step (it registers the OS's
+        watches there), so a subscriber answered may change files and be told."""
+        if uri in self._open:
+            await asyncio.sleep(0)
+
+    def _left(self, client_id: str, channels: list[Channel], dropped: bool) -> None:
+        loop = asyncio.get_running_loop()
+        for channel in channels:
+            changeset = self._open.get(channel.uri)
+            if changeset is None or channel.subscribers or changeset.release_timer is not None:
+                continue
+            changeset.release_timer = loop.call_later(self._grace_s, self._release, changeset)
+
+    def _release(self, changeset: Changeset) -> None:
+        changeset.release_timer = None
+        if not changeset.channel.subscribers:
+            asyncio.get_running_loop().create_task(self._drop(changeset))
+
+    async def _drop(self, changeset: Changeset) -> None:
+        if self._open.get(changeset.channel.uri) is not changeset:
+            return
+        del self._open[changeset.channel.uri]
+        if changeset.release_timer is not None:
+            changeset.release_timer.cancel()
+        self.fanout.close(changeset.channel.uri)
+        changeset.stop_watching.set()
+        if changeset.watcher is not None:
+            changeset.watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await changeset.watcher
+
+    async def clear(self, session_uri: str) -> None:
+        """The session goes: each of its changesets says `changeset/cleared`, then closes."""
+        for changeset in [c for c in self._open.values() if c.session == session_uri]:
+            self.fanout.emit(changeset.channel, {"type": "changeset/cleared"})
+            await self._drop(changeset)
+
+    async def stop(self) -> None:
+        for changeset in list(self._open.values()):
+            await self._drop(changeset)
+
+    # -- a file's before side -----------------------------------------------------------------
+
+    async def before(self, path: Path, commit: str, uri: str) -> bytes:
+        """What `commit` holds at `path` (a path the fence let through); -32008 without."""
+        existing = next((p for p in (path, *path.parents) if p.exists()), None)
+        top = git.repository_of(existing) if existing is not None else None
+        data = None
+        if top is not None:
+            relative = os.path.relpath(path, top.resolve())
+            data = await git.show(top, commit, relative)
+        if data is None:
+            raise ProtocolError(ErrorCode.NOT_FOUND, f"Resource not found: {uri}")
+        return data

@@ -1,0 +1,395 @@
+"""Changesets of real git repositories over the socket: the catalogue, a turn's edits read
+back with both sides, and commit, discard, stage and unstage, with their refusals.
+
+The turns are `!` commands (a real shell in the session's folder), so what changes the tree is
+a process the host runs, as an agent's shell edit would be. The server's git has no global
+configuration, so a commit is by the person who asked for it.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.test_grants import cli
+from tests.e2e.test_sessions import ended, new_session, turn
+from tests.support.agents import server_with_acp_agent
+from tests.support.client import Client, RpcError
+from tests.support.server import ServerProcess
+
+
+def git(folder: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(folder), *args], check=True, capture_output=True, text=True
+    ).stdout
+
+
+@pytest.fixture(scope="module")
+def home() -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix="ahpd-cs-home-"))
+    (path / ".bashrc").write_text("PS1='$ '\n")
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def server(home: Path) -> Iterator[ServerProcess]:
+    with server_with_acp_agent(
+        HOME=str(home), GIT_CONFIG_GLOBAL=str(home / "none"), GIT_CONFIG_NOSYSTEM="1"
+    ) as process:
+        yield process
+
+
+@pytest.fixture
+def repo() -> Iterator[Path]:
+    """A repository with two committed files, made for each test."""
+    path = Path(tempfile.mkdtemp(prefix="ahpd-cs-repo-"))
+    git(path, "init", "-q", "-b", "main")
+    (path / "a.txt").write_text("alpha\n")
+    (path / "b.txt").write_text("beta\n")
+    git(path, "add", ".")
+    git(
+        path,
+        "-c",
+        "user.name=Seed",
+        "-c",
+        "user.email=seed@example.com",
+        "commit",
+        "-q",
+        "-m",
+        "seed",
+    )
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def changeset_of(session: str) -> str:
+    return f"{session}/changeset/uncommitted"
+
+
+async def bang(client: Client, chat: str, command: str) -> None:
+    action = turn(f"!{command}")
+    await client.dispatch_and_wait(chat, action)
+    end = await client.wait_action(ended(chat, action["turnId"]), timeout=30)
+    assert end["action"]["type"] == "chat/turnComplete"
+
+
+async def watched(client: Client, uri: str) -> dict[str, Any]:
+    """Subscribe to a changeset and wait until its first read is said."""
+    await client.request("subscribe", {"channel": uri})
+    await client.wait_for(lambda: client.tracked[uri][0]["status"] == "ready", timeout=20)
+    return client.tracked[uri][0]
+
+
+async def files_named(client: Client, uri: str, *names: str) -> dict[str, dict[str, Any]]:
+    """Wait until the changeset holds exactly these files; them, by name."""
+
+    def held() -> dict[str, dict[str, Any]] | None:
+        rows = {f["id"].rsplit("/", 1)[-1]: f for f in client.tracked[uri][0]["files"]}
+        return rows if sorted(rows) == sorted(names) else None
+
+    found: dict[str, dict[str, Any]] = await client.wait_for(held, timeout=20)
+    return found
+
+
+async def invoke(client: Client, uri: str, operation: str, **params: Any) -> dict[str, Any]:
+    result: dict[str, Any] = await client.request(
+        "invokeChangesetOperation", {"channel": uri, "operationId": operation, **params}
+    )
+    return result
+
+
+def statuses(client: Client, uri: str, operation: str) -> list[str]:
+    return [
+        e["action"]["status"]
+        for e in client.actions
+        if e["channel"] == uri
+        and e["action"]["type"] == "changeset/operationStatusChanged"
+        and e["action"]["operationId"] == operation
+    ]
+
+
+async def test_a_session_in_git_lists_its_uncommitted_changes_and_one_elsewhere_none(
+    server, connect, repo
+):
+    client = await connect(server.url)
+    await client.initialize()
+    session, _ = await new_session(client, repo, provider="fake")
+    [entry] = client.tracked[session][0]["changesets"]
+    assert entry["uriTemplate"] == changeset_of(session)
+    assert entry["changeKind"] == "uncommitted"
+    plain = Path(tempfile.mkdtemp(prefix="ahpd-cs-plain-"))
+    try:
+        other, _ = await new_session(client, plain, provider="fake")
+        assert "changesets" not in client.tracked[other][0]
+        with pytest.raises(RpcError) as refused:
+            await client.request("subscribe", {"channel": changeset_of(other)})
+        assert refused.value.code == -32001
+    finally:
+        shutil.rmtree(plain, ignore_errors=True)
+
+
+async def test_a_turn_that_edits_two_files_is_read_back_then_one_discarded_one_committed(
+    server, connect, repo
+):
+    client = await connect(server.url)
+    await client.initialize()
+    session, chat = await new_session(client, repo, provider="fake")
+    uri = changeset_of(session)
+    state = await watched(client, uri)
+    assert state["files"] == []
+    assert {op["id"] for op in state["operations"]} == {
+        "commit",
+        "discard-changes",
+        "stage",
+        "unstage",
+    }
+    await bang(client, chat, "printf 'alpha\\nmore\\n' > a.txt && printf 'BETA\\n' > b.txt")
+    rows = await files_named(client, uri, "a.txt", "b.txt")
+    a, b = rows["a.txt"], rows["b.txt"]
+    assert a["edit"]["diff"] == {"added": 1, "removed": 0}
+    assert b["edit"]["diff"] == {"added": 1, "removed": 1}
+    assert a["_meta"] == {"ahpd.staged": False, "ahpd.unstaged": True}
+    assert a["edit"]["after"]["uri"] == (repo / "a.txt").resolve().as_uri()
+    # The before side is what HEAD holds, read through the host.
+    before = await client.request(
+        "resourceRead", {"uri": b["edit"]["before"]["content"]["uri"], "encoding": "utf-8"}
+    )
+    assert before["data"] == "beta\n"
+    after = await client.request("resourceRead", {"uri": b["edit"]["after"]["content"]["uri"]})
+    assert after["data"] == "BETA\n"
+
+    said = await invoke(
+        client, uri, "discard-changes", target={"kind": "resource", "resource": a["id"]}
+    )
+    assert "a.txt" in said["message"]
+    assert (repo / "a.txt").read_text() == "alpha\n"
+    assert statuses(client, uri, "discard-changes") == ["running", "idle"]
+    await files_named(client, uri, "b.txt")
+
+    await invoke(
+        client,
+        uri,
+        "commit",
+        target={"kind": "resource", "resource": b["id"]},
+        _meta={"ahpd.commit": {"message": "Shout beta"}},
+    )
+    assert git(repo, "log", "-1", "--format=%s|%an").strip().startswith("Shout beta|")
+    assert git(repo, "show", "HEAD:b.txt") == "BETA\n"
+    await client.wait_for(lambda: client.tracked[uri][0]["files"] == [], timeout=20)
+    await client.assert_conforms(uri)
+
+
+async def test_stage_and_unstage_move_a_file_in_and_out_of_the_index(server, connect, repo):
+    client = await connect(server.url)
+    await client.initialize()
+    session, chat = await new_session(client, repo, provider="fake")
+    uri = changeset_of(session)
+    await watched(client, uri)
+    await bang(client, chat, "printf 'new\\n' > c.txt")
+    c = (await files_named(client, uri, "c.txt"))["c.txt"]
+    assert "before" not in c["edit"] and c["edit"]["diff"] == {"added": 1, "removed": 0}
+    await invoke(client, uri, "stage", target={"kind": "resource", "resource": c["id"]})
+    assert git(repo, "diff", "--cached", "--name-only").split() == ["c.txt"]
+    staged = client.tracked[uri][0]["files"][0]
+    assert staged["_meta"] == {"ahpd.staged": True, "ahpd.unstaged": False}
+    commit = next(op for op in client.tracked[uri][0]["operations"] if op["id"] == "commit")
+    assert "1 staged file" in commit["confirmation"]
+    await invoke(client, uri, "unstage")
+    assert git(repo, "diff", "--cached", "--name-only").split() == []
+    # The whole changeset, discarded: the untracked file goes too.
+    await invoke(client, uri, "discard-changes")
+    assert not (repo / "c.txt").exists()
+    await client.wait_for(lambda: client.tracked[uri][0]["files"] == [], timeout=20)
+    await client.assert_conforms(uri)
+
+
+async def test_an_edit_outside_any_turn_is_seen_by_the_watcher(server, connect, repo):
+    client = await connect(server.url)
+    await client.initialize()
+    session, _ = await new_session(client, repo, provider="fake")
+    uri = changeset_of(session)
+    await watched(client, uri)
+    (repo / "b.txt").unlink()
+    b = (await files_named(client, uri, "b.txt"))["b.txt"]
+    assert "after" not in b["edit"] and b["edit"]["diff"] == {"added": 0, "removed": 1}
+    git(repo, "rm", "-q", "b.txt")  # the index moves: the row says it is staged now
+    await client.wait_for(
+        lambda: client.tracked[uri][0]["files"][0]["_meta"]["ahpd.staged"], timeout=20
+    )
+
+
+async def test_refusals_name_what_was_wrong(server, connect, repo):
+    client = await connect(server.url)
+    await client.initialize()
+    session, chat = await new_session(client, repo, provider="fake")
+    uri = changeset_of(session)
+    await watched(client, uri)
+
+    async def refused(params: dict[str, Any]) -> RpcError:
+        with pytest.raises(RpcError) as caught:
+            await client.request("invokeChangesetOperation", params)
+        return caught.value
+
+    unknown = await refused({"channel": f"{session}/changeset/nowhere", "operationId": "commit"})
+    assert (unknown.code, unknown.message) == (
+        -32001,
+        f"Changeset not found: {session}/changeset/nowhere",
+    )
+    missing = await refused({"channel": uri, "operationId": "push"})
+    assert (missing.code, missing.message) == (-32602, "Changeset operation not found: push")
+    outside = await refused(
+        {
+            "channel": uri,
+            "operationId": "stage",
+            "target": {"kind": "resource", "resource": Path("/etc/passwd").as_uri()},
+        }
+    )
+    assert outside.code == -32602 and "not under the session's folder" in outside.message
+    ranged = await refused(
+        {
+            "channel": uri,
+            "operationId": "stage",
+            "target": {"kind": "range", "resource": (repo / "a.txt").as_uri(), "range": {}},
+        }
+    )
+    assert ranged.code == -32602 and "does not take a range target" in ranged.message
+    bad_meta = await refused(
+        {"channel": uri, "operationId": "commit", "_meta": {"ahpd.commit": {"message": ""}}}
+    )
+    assert bad_meta.code == -32602 and "ahpd.commit" in bad_meta.message
+
+    # While a turn runs, every operation is disabled and an invocation refused.
+    action = turn("!sleep 3")
+    await client.dispatch_and_wait(chat, action)
+    await client.wait_for(
+        lambda: all(op["status"] == "disabled" for op in client.tracked[uri][0]["operations"]),
+        timeout=20,
+    )
+    busy = await refused({"channel": uri, "operationId": "stage"})
+    assert busy.code == -32602 and "while a turn is running" in busy.message
+    await client.wait_action(ended(chat, action["turnId"]), timeout=30)
+    await client.wait_for(
+        lambda: all(op["status"] == "idle" for op in client.tracked[uri][0]["operations"]),
+        timeout=20,
+    )
+
+    # A before side outside the fence, or with no commit, is no read.
+    with pytest.raises(RpcError) as fenced:
+        await client.request("resourceRead", {"uri": "ahpd-git:///etc/passwd?ref=0123456789abc"})
+    assert fenced.value.code == -32009
+    with pytest.raises(RpcError) as malformed:
+        await client.request("resourceRead", {"uri": f"ahpd-git://{repo}/a.txt?ref=HEAD;rm"})
+    assert malformed.value.code == -32602
+    await client.assert_conforms(uri)
+
+
+async def test_who_may_watch_and_work_a_changeset(server, connect, repo):
+    name = f"g{uuid.uuid4().hex[:8]}"
+    cli(server, "user", "add", name, "--role", "guest")
+    guest_token = cli(server, "user", "token", name)["token"]
+    member = f"m{uuid.uuid4().hex[:8]}"
+    cli(server, "user", "add", member, "--role", "member")
+    member_token = cli(server, "user", "token", member)["token"]
+
+    owner = await connect(server.url)
+    await owner.initialize()
+    session, _ = await new_session(owner, repo, provider="fake")
+    uri = changeset_of(session)
+    (repo / "a.txt").write_text("changed\n")
+
+    guest = await connect(server.url, token=guest_token)
+    await guest.initialize()
+    await watched(guest, uri)  # a guest reads
+    with pytest.raises(RpcError) as refused:
+        await guest.request("invokeChangesetOperation", {"channel": uri, "operationId": "stage"})
+    assert refused.value.code == -32009
+
+    other = await connect(server.url, token=member_token)
+    await other.initialize()
+    with pytest.raises(RpcError) as not_theirs:
+        await other.request("invokeChangesetOperation", {"channel": uri, "operationId": "stage"})
+    assert not_theirs.value.code == -32009 and "others:work" in not_theirs.value.message
+    assert git(repo, "diff", "--cached", "--name-only") == ""
+
+
+async def test_disposing_the_session_clears_its_changeset(server, connect, repo):
+    client = await connect(server.url)
+    await client.initialize()
+    session, _ = await new_session(client, repo, provider="fake")
+    uri = changeset_of(session)
+    (repo / "a.txt").write_text("changed\n")
+    await watched(client, uri)
+    await files_named(client, uri, "a.txt")
+    await client.request("disposeSession", {"channel": session})
+    await client.wait_action(
+        lambda e: e["channel"] == uri and e["action"]["type"] == "changeset/cleared"
+    )
+    with pytest.raises(RpcError) as gone:
+        await client.request("subscribe", {"channel": uri})
+    assert gone.value.code == -32001
+
+
+async def test_a_review_tick_on_the_working_trees_changes_is_refused(server, connect, repo):
+    client = await connect(server.url)
+    await client.initialize()
+    session, _ = await new_session(client, repo, provider="fake")
+    uri = changeset_of(session)
+    (repo / "a.txt").write_text("changed\n")
+    await watched(client, uri)
+    [a] = (await files_named(client, uri, "a.txt")).values()
+    seq = await client.dispatch(
+        uri, {"type": "changeset/filesReviewChanged", "files": [a["id"]], "reviewed": True}
+    )
+    refusal = await client.wait_action(
+        lambda e: e.get("origin", {}).get("clientSeq") == seq and "rejectionReason" in e
+    )
+    assert "keeps no review" in refusal["rejectionReason"]
+    await client.assert_conforms(uri)
+
+
+async def test_a_resource_watch_sees_the_file_an_agent_wrote(server, connect, repo):
+    client = await connect(server.url)
+    await client.initialize()
+    _, chat = await new_session(client, repo, provider="fake")
+    watch = await client.request("createResourceWatch", {"uri": repo.as_uri(), "recursive": True})
+    await client.request("subscribe", {"channel": watch["channel"]})
+    action = turn("write written.txt by the agent")
+    await client.dispatch_and_wait(chat, action)
+    ready = await client.wait_action(
+        lambda e: (
+            e["channel"] == chat
+            and e["action"]["type"] == "chat/toolCallReady"
+            and "confirmed" not in e["action"]
+        ),
+        timeout=30,
+    )
+    allow = next(o for o in ready["action"]["options"] if o["kind"] == "approve")
+    await client.dispatch(
+        chat,
+        {
+            "type": "chat/toolCallConfirmed",
+            "turnId": action["turnId"],
+            "toolCallId": ready["action"]["toolCallId"],
+            "approved": True,
+            "selectedOptionId": allow["id"],
+            "confirmed": "user-action",
+        },
+    )
+    await client.wait_action(ended(chat, action["turnId"]), timeout=30)
+    written = (repo / "written.txt").resolve().as_uri()
+    changed = await client.wait_action(
+        lambda e: (
+            e["channel"] == watch["channel"]
+            and any(c["uri"] == written for c in e["action"]["changes"]["items"])
+        ),
+        timeout=20,
+    )
+    assert changed["action"]["type"] == "resourceWatch/changed"
