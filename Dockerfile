@@ -6,12 +6,16 @@ FROM python:3.11-slim
 ENV PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 AHPD_DATA_DIR=/data AHPD_ENV_FILE=/data/settings.env
 WORKDIR /app
 
+# git: a session's changesets are read and committed with git's own command line.
+RUN apt-get update && apt-get install -y --no-install-recommends git \
+    && apt-get clean && rm -rf /var/lib/apt/lists/*
+
 # An ACP agent to run: npm packages to install globally, with Node.js, e.g.
 #   docker compose build --build-arg AHPD_EXTRA_NPM=@zed-industries/claude-agent-acp
 # (docker-compose.yml passes it on from the environment). Empty: no Node.js in the image.
 ARG AHPD_EXTRA_NPM=""
 RUN if [ -n "$AHPD_EXTRA_NPM" ]; then \
-        apt-get update && apt-get install -y --no-install-recommends nodejs npm git \
+        apt-get update && apt-get install -y --no-install-recommends nodejs npm \
         && npm install --global $AHPD_EXTRA_NPM \
         && npm cache clean --force && apt-get clean && rm -rf /var/lib/apt/lists/*; \
     fi

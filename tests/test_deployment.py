@@ -153,3 +153,9 @@ def test_an_acp_agent_can_be_built_into_the_image():
     assert "npm install --global $AHPD_EXTRA_NPM" in DOCKERFILE
     for name in OURS:
         assert SERVICES[name]["build"]["args"]["AHPD_EXTRA_NPM"] == "${AHPD_EXTRA_NPM:-}"
+
+
+def test_the_image_has_git_whatever_agents_it_is_built_with():
+    # Changesets run git's command line; it is installed outside the optional npm step.
+    installs = [line for line in DOCKERFILE.splitlines() if "apt-get install" in line]
+    assert any("git" in line.split() and "nodejs" not in line for line in installs)
