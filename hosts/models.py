@@ -46,6 +46,11 @@ class StoredSession(models.Model):
         db_index=True,
         help_text="team:<slug> or project:<slug> it belongs to; blank for the host's own",
     )
+    snapshots = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="the git tree each turn found and left, by turn id (changesets)",
+    )
 
     class Meta:
         verbose_name = "session"

@@ -93,7 +93,12 @@ class Host:
         )
         self.watches = Watches(self.fanout, self.served, settings.presence_grace_s)
         #: Each session's uncommitted changes, where it works in git.
-        self.changesets = Changesets(self.fanout, self.sessions.session, settings.presence_grace_s)
+        self.changesets = Changesets(
+            self.fanout,
+            self.sessions.session,
+            self.sessions.save_session,
+            settings.presence_grace_s,
+        )
         self.sessions.catalogue_of = changesets.catalogue
         self.sessions.on_activity = self.changesets.activity
         self.terminals = Terminals(self.fanout, lambda: self.root, settings.terminals)
@@ -116,6 +121,8 @@ class Host:
             local=self.local_commands,
             attachments=Attachments(self.served, self.asks, settings.attachment_fetch_limit),
         )
+        self.turns.hooks.starting = self.changesets.starting
+        self.turns.hooks.ended = self.changesets.ended
         #: Which engine holds a session: this one, until sessions are sharded.
         self.placement: Placement = placement or HereOnly()
         #: How a service call reaches an engine that is not this one (None: there is none).

@@ -84,6 +84,7 @@ _SESSION_FIELDS = (
     "chats",
     "owner",
     "scope",
+    "snapshots",
 )
 _CHAT_FIELDS = ("title", "created_ms", "backend_id", "is_read", "is_archived", "draft")
 

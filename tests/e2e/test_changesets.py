@@ -122,9 +122,12 @@ async def test_a_session_in_git_lists_its_uncommitted_changes_and_one_elsewhere_
     client = await connect(server.url)
     await client.initialize()
     session, _ = await new_session(client, repo, provider="fake")
-    [entry] = client.tracked[session][0]["changesets"]
-    assert entry["uriTemplate"] == changeset_of(session)
-    assert entry["changeKind"] == "uncommitted"
+    listed = {e["changeKind"]: e["uriTemplate"] for e in client.tracked[session][0]["changesets"]}
+    assert listed == {
+        "uncommitted": changeset_of(session),
+        "session": f"{session}/changeset/session",
+        "turn": f"{session}/changeset/turn/{{turnId}}",
+    }
     plain = Path(tempfile.mkdtemp(prefix="ahpd-cs-plain-"))
     try:
         other, _ = await new_session(client, plain, provider="fake")
@@ -393,3 +396,56 @@ async def test_a_resource_watch_sees_the_file_an_agent_wrote(server, connect, re
         timeout=20,
     )
     assert changed["action"]["type"] == "resourceWatch/changed"
+
+
+async def test_the_sessions_and_each_turns_changes_and_a_revert_to_what_the_session_found(
+    server, connect, repo
+):
+    (repo / "a.txt").write_text("dirty before the session\n")  # not the session's doing
+    client = await connect(server.url)
+    await client.initialize()
+    session, chat = await new_session(client, repo, provider="fake")
+    whole = f"{session}/changeset/session"
+    assert (await watched(client, whole))["files"] == []
+    first = turn("!printf 'one\\n' > b.txt")
+    await client.dispatch_and_wait(chat, first)
+    await client.wait_action(ended(chat, first["turnId"]), timeout=30)
+    second = turn("!printf 'fresh\\n' > c.txt && git add c.txt && git commit -qm c")
+    await client.dispatch_and_wait(chat, second)
+    await client.wait_action(ended(chat, second["turnId"]), timeout=30)
+
+    # The session's: both turns' files, a commit between them or not; a.txt was dirty before.
+    rows = await files_named(client, whole, "b.txt", "c.txt")
+    before = await client.request(
+        "resourceRead", {"uri": rows["b.txt"]["edit"]["before"]["content"]["uri"]}
+    )
+    assert before["data"] == "beta\n"
+    assert "before" not in rows["c.txt"]["edit"]
+
+    # Each turn's own, its after side the tree it left.
+    turn_one = f"{session}/changeset/turn/{first['turnId']}"
+    await watched(client, turn_one)
+    b = (await files_named(client, turn_one, "b.txt"))["b.txt"]
+    (repo / "b.txt").write_text("changed since\n")
+    left = await client.request("resourceRead", {"uri": b["edit"]["after"]["content"]["uri"]})
+    assert left["data"] == "one\n"
+    turn_two = f"{session}/changeset/turn/{second['turnId']}"
+    await watched(client, turn_two)
+    await files_named(client, turn_two, "c.txt")
+    with pytest.raises(RpcError) as unknown:
+        await client.request("subscribe", {"channel": f"{session}/changeset/turn/never"})
+    assert unknown.value.code == -32001
+
+    # Revert: b.txt as the session found it, c.txt (new in the session) gone.
+    await invoke(
+        client, whole, "revert", target={"kind": "resource", "resource": rows["b.txt"]["id"]}
+    )
+    await invoke(
+        client, whole, "revert", target={"kind": "resource", "resource": rows["c.txt"]["id"]}
+    )
+    assert (repo / "b.txt").read_text() == "beta\n"
+    assert not (repo / "c.txt").exists()
+    assert (repo / "a.txt").read_text() == "dirty before the session\n"
+    await client.wait_for(lambda: client.tracked[whole][0]["files"] == [], timeout=20)
+    for uri in (whole, turn_one, turn_two):
+        await client.assert_conforms(uri)

@@ -102,6 +102,36 @@ def _file(
     }
 
 
+async def read_between(
+    top: Path, pathspec: str, base: str, then: str | None
+) -> tuple[list[dict[str, Any]], list[git.Row]]:
+    """What changed between the tree `base` and the tree `then` (a turn's end), or the working
+    tree as it stands (None): the before side read from `base`, the after side from `then`,
+    or the file on disk."""
+    now = then if then is not None else await git.snapshot(top)
+    found, stats = await asyncio.gather(
+        git.changed(top, base, now, pathspec), git.numstat(top, base, pathspec, now)
+    )
+    files = []
+    for row in found:
+        after = top / row.path
+        before_path = top / row.origin if row.renamed and row.origin else after
+        edit: dict[str, Any] = {}
+        if row.index not in ("A", "C"):
+            edit["before"] = {
+                "uri": before_path.as_uri(),
+                "content": {"uri": before_uri(before_path, base)},
+            }
+        if row.index != "D":
+            content = after.as_uri() if then is None else before_uri(after, then)
+            edit["after"] = {"uri": after.as_uri(), "content": {"uri": content}}
+        if row.path in stats:
+            added, removed = stats[row.path]
+            edit["diff"] = {"added": added, "removed": removed}
+        files.append({"id": (after if "after" in edit else before_path).as_uri(), "edit": edit})
+    return files, found
+
+
 def counts(files: list[dict[str, Any]]) -> dict[str, int]:
     """A session summary's `changes`: lines added and removed, and how many files."""
     added = sum(f["edit"].get("diff", {}).get("added", 0) for f in files)

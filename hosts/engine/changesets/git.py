@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -127,10 +129,13 @@ async def status(top: Path, pathspec: str) -> list[Row]:
     return rows
 
 
-async def numstat(top: Path, base: str, pathspec: str) -> dict[str, tuple[int, int]]:
-    """Lines added and removed per path between `base` and the working tree (tracked and
-    staged files; a binary file has none)."""
-    _, out = await run(top, "diff", "--numstat", "-z", "--find-renames", base, "--", pathspec)
+async def numstat(
+    top: Path, base: str, pathspec: str, then: str | None = None
+) -> dict[str, tuple[int, int]]:
+    """Lines added and removed per path between `base` and `then` (another tree), or the
+    working tree's tracked and staged files; a binary file has none."""
+    ends = (base, then) if then is not None else (base,)
+    _, out = await run(top, "diff", "--numstat", "-z", "--find-renames", *ends, "--", pathspec)
     stats: dict[str, tuple[int, int]] = {}
     fields = out.decode(errors="surrogateescape").split("\0")
     i = 0
@@ -147,6 +152,50 @@ async def numstat(top: Path, base: str, pathspec: str) -> dict[str, tuple[int, i
         if added.isdigit() and removed.isdigit():
             stats[path] = (int(added), int(removed))
     return stats
+
+
+async def changed(top: Path, base: str, then: str, pathspec: str) -> list[Row]:
+    """What differs between two trees under `pathspec`, as rows whose index letter is the
+    change (A, M, D, R with the path it came from)."""
+    _, out = await run(
+        top, "diff", "--name-status", "-z", "--find-renames", base, then, "--", pathspec
+    )
+    fields = out.decode(errors="surrogateescape").split("\0")
+    rows: list[Row] = []
+    i = 0
+    while i < len(fields):
+        letter = fields[i][:1]
+        i += 1
+        if not letter:
+            continue
+        if letter in "RC":
+            rows.append(Row(fields[i + 1], letter, " ", fields[i]))
+            i += 2
+        else:
+            rows.append(Row(fields[i], letter, " "))
+            i += 1
+    return rows
+
+
+async def snapshot(top: Path) -> str:
+    """The whole working tree as it stands, untracked files too (ignored ones not), as a git
+    tree id: added through an index of its own, so the person's index is never touched."""
+    gitdir = await git_dir(top)
+    handle, name = tempfile.mkstemp(prefix="ahpd-index-", dir=gitdir)
+    os.close(handle)
+    index = Path(name)
+    try:
+        if (gitdir / "index").exists():
+            # From the real index: what is unchanged is not hashed again.
+            await asyncio.to_thread(shutil.copyfile, gitdir / "index", index)
+        else:
+            index.unlink()
+        env = {"GIT_INDEX_FILE": str(index)}
+        await run(top, "add", "-A", "--", ".", env=env)
+        _, out = await run(top, "write-tree", env=env)
+        return out.decode().strip()
+    finally:
+        index.unlink(missing_ok=True)
 
 
 async def show(top: Path, commit: str, path: str) -> bytes | None:

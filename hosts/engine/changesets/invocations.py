@@ -66,8 +66,8 @@ async def invoke(
 ) -> str:
     if changeset is None:
         raise ProtocolError(ErrorCode.SESSION_NOT_FOUND, f"Changeset not found: {uri}")
-    if changeset.tree is None:
-        await changesets.read(changeset)
+    if changeset.tree is None or changeset.running != changesets.running(changeset):
+        await changesets.read(changeset)  # as things stand now, a turn just ended included
     offered = {op["id"]: op for op in changeset.channel.state.get("operations") or []}
     operation = offered.get(operation_id)
     if operation is None:

@@ -1,4 +1,5 @@
-"""What a person may do with an uncommitted changeset: commit, discard, stage, unstage.
+"""What a person may do with a changeset: commit, discard, stage and unstage the uncommitted
+changes; revert a file of the session's changes to how the session found it.
 
 Each is declared with the scopes it takes (the whole changeset, one file) and, where it
 cannot be undone, the confirmation a client must show; every one is disabled while the
@@ -22,6 +23,7 @@ COMMIT = "commit"
 DISCARD = "discard-changes"
 STAGE = "stage"
 UNSTAGE = "unstage"
+REVERT = "revert"
 
 BOTH = ["changeset", "resource"]
 
@@ -34,6 +36,8 @@ class Tree:
     pathspec: str
     head: str | None
     rows: tuple[git.Row, ...]
+    #: What the session found (its first turn's start), for a session's changes; else None.
+    base: str | None = None
 
 
 def declared(tree: Tree, *, running: bool, subject: str) -> list[dict[str, Any]]:
@@ -91,6 +95,24 @@ def declared(tree: Tree, *, running: bool, subject: str) -> list[dict[str, Any]]
     ]
 
 
+def declared_for_session(*, running: bool) -> list[dict[str, Any]]:
+    """A session's changes take one operation: a file put back as the session found it."""
+    return [
+        {
+            "id": REVERT,
+            "label": "Revert",
+            "description": "Put a file back as it was before the session's first turn",
+            "scopes": ["resource"],
+            "confirmation": (
+                "Revert this file to how the session found it? What the session did to it is "
+                "lost. This cannot be undone."
+            ),
+            "icon": "discard",
+            "status": "disabled" if running else "idle",
+        }
+    ]
+
+
 def _paths(tree: Tree, target: Path | None) -> list[str]:
     """The pathspecs an operation takes: the session's folder, or a target and, for a
     renamed row, the path it came from (so git records one rename)."""
@@ -120,6 +142,8 @@ async def run(
         return f"Unstaged {', '.join(paths)}"
     if operation == COMMIT:
         return await _commit(tree, target, paths, message, who)
+    if operation == REVERT:
+        return await _revert(tree, paths)
     return await _discard(tree, target, paths)
 
 
@@ -159,6 +183,17 @@ async def _discard(tree: Tree, target: Path | None, paths: list[str]) -> str:
         await git.run(tree.top, "rm", "--cached", "-q", "-r", "--ignore-unmatch", "--", path)
         await asyncio.to_thread(_remove, tree.top / path)
     return f"Discarded {', '.join(paths)}"
+
+
+async def _revert(tree: Tree, paths: list[str]) -> str:
+    """Each path as the session found it (the index left alone); one it did not find, gone."""
+    assert tree.base is not None, "declared for a session's changes only"
+    for path in paths:
+        if await git.holds(tree.top, tree.base, path):
+            await git.run(tree.top, "restore", f"--source={tree.base}", "--worktree", "--", path)
+        else:
+            await asyncio.to_thread(_remove, tree.top / path)
+    return f"Reverted {', '.join(paths)} to how the session found it"
 
 
 def _remove(path: Path) -> None:

@@ -26,55 +26,26 @@ from watchfiles import Change, awatch
 from ...protocol.errors import ErrorCode, ProtocolError
 from ..channel import Channel
 from ..fanout import Fanout
-from ..sessions.live import LiveSession
-from ..sessions.records import SessionRecord, file_path
-from . import files, git
-from .operations import Tree, declared
+from ..sessions.live import LiveChat, LiveSession
+from . import git, scopes
+from .operations import Tree
 
 log = logging.getLogger("ahpd.engine")
 
-SEGMENT = "/changeset/"
-UNCOMMITTED = "uncommitted"
 #: How long the watcher gathers notifications into one re-read, in milliseconds.
 BATCH_MS = 150
-
-
-def changeset_uri(session_uri: str) -> str:
-    return f"{session_uri}{SEGMENT}{UNCOMMITTED}"
-
-
-def session_uri_of(uri: str) -> str | None:
-    """The session a changeset URI is under, or None for any other URI."""
-    head, found, scope = uri.rpartition(SEGMENT)
-    return head if found and head and scope == UNCOMMITTED else None
-
-
-def catalogue(record: SessionRecord) -> list[dict[str, Any]] | None:
-    """A session's changeset catalogue: its uncommitted changes, where its folder is in git."""
-    folder = folder_of(record)
-    if folder is None or git.repository_of(folder) is None:
-        return None
-    return [
-        {
-            "label": "Uncommitted Changes",
-            "uriTemplate": changeset_uri(record.uri),
-            "changeKind": UNCOMMITTED,
-            "description": f"What differs from HEAD under {folder}",
-        }
-    ]
-
-
-def folder_of(record: SessionRecord) -> Path | None:
-    return file_path(record.working_directories[0]) if record.working_directories else None
 
 
 class Changeset:
     """One changeset channel and, while anybody watches it, its watcher."""
 
-    def __init__(self, channel: Channel, session: str, folder: Path) -> None:
+    def __init__(self, channel: Channel, session: str, scope: str, folder: Path) -> None:
         self.channel = channel
         self.session = session
+        self.scope = scope
         self.folder = folder
+        #: Whether its session ran a turn when it was last read.
+        self.running = False
         self.tree: Tree | None = None
         self.read_lock = asyncio.Lock()
         self.pending = False
@@ -86,11 +57,17 @@ class Changeset:
 
 class Changesets:
     def __init__(
-        self, fanout: Fanout, session_of: Callable[[str], LiveSession | None], grace_s: float
+        self,
+        fanout: Fanout,
+        session_of: Callable[[str], LiveSession | None],
+        save: Callable[[LiveSession], None],
+        grace_s: float,
     ) -> None:
         self.fanout = fanout
         self._session_of = session_of
+        self._save = save
         self._grace_s = grace_s
+        self._snapping: dict[str, asyncio.Lock] = {}
         self._open: dict[str, Changeset] = {}
         fanout.on_joined(self._joined)
         fanout.on_left(self._left)
@@ -99,17 +76,15 @@ class Changesets:
         return self._open.get(uri)
 
     def wake(self, uri: str) -> None:
-        """Open the changeset a URI names, if its session is here and works in git."""
-        session_uri = session_uri_of(uri)
-        session = self._session_of(session_uri) if session_uri and uri not in self._open else None
-        if session is None:
+        """Open the changeset a URI names, if its session is here and has that changeset."""
+        parsed = scopes.parse(uri) if uri not in self._open else None
+        session = self._session_of(parsed[0]) if parsed is not None else None
+        if session is None or parsed is None or not scopes.served(session.record, parsed[1]):
             return
-        record = session.record
-        folder = folder_of(record)
-        if folder is None or git.repository_of(folder) is None:
-            return
+        folder = scopes.folder_of(session.record)
+        assert folder is not None, "a session in git has a folder"
         channel = self.fanout.open(Channel(uri, "changeset", {"status": "computing", "files": []}))
-        self._open[uri] = Changeset(channel, record.uri, folder)
+        self._open[uri] = Changeset(channel, session.record.uri, parsed[1], folder)
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -125,19 +100,24 @@ class Changesets:
             changeset.pending = False
             if self._open.get(changeset.channel.uri) is not changeset:
                 return  # released or cleared meanwhile
+            session = self._session_of(changeset.session)
+            if session is None:
+                return
+            running = session.running
             try:
-                tree, found = await self._read_tree(changeset)
+                tree, found, operations = await scopes.read(
+                    changeset.scope,
+                    changeset.folder,
+                    session.record,
+                    running=running,
+                    subject=self.subject(changeset),
+                )
             except (git.GitError, OSError) as error:
                 self._failed(changeset, str(error))
                 return
-            changeset.tree = tree
-            self._say(changeset, found, self.declare(changeset))
-
-    async def _read_tree(self, changeset: Changeset) -> tuple[Tree, list[dict[str, Any]]]:
-        top = await git.top_of(changeset.folder)
-        pathspec = os.path.relpath(changeset.folder.resolve(), top.resolve())
-        found, rows, head = await files.read(top, pathspec)
-        return Tree(top, pathspec, head, tuple(rows)), found
+            # What it was read as, once said: a failed read leaves it to be read again.
+            changeset.tree, changeset.running = tree, running
+            self._say(changeset, found, operations)
 
     def running(self, changeset: Changeset) -> bool:
         """Whether the changeset's session runs a turn now."""
@@ -149,12 +129,6 @@ class Changesets:
         session = self._session_of(changeset.session)
         title = str(session.channel.state.get("title") or "") if session is not None else ""
         return title or "Changes made in an ahpd session"
-
-    def declare(self, changeset: Changeset) -> list[dict[str, Any]]:
-        assert changeset.tree is not None
-        return declared(
-            changeset.tree, running=self.running(changeset), subject=self.subject(changeset)
-        )
 
     def _say(
         self, changeset: Changeset, found: list[dict[str, Any]], operations: list[dict[str, Any]]
@@ -185,24 +159,49 @@ class Changesets:
             self.fanout.emit(channel, {"type": "changeset/statusChanged", "status": "ready"})
 
     def _failed(self, changeset: Changeset, why: str) -> None:
-        log.warning("reading the changes under %s failed: %s", changeset.folder, why)
+        if changeset.folder.is_dir():
+            log.warning("reading the changes under %s failed: %s", changeset.folder, why)
         if changeset.channel.state["status"] == "computing":
             error = {"errorType": "computeFailed", "message": why}
             action = {"type": "changeset/statusChanged", "status": "error", "error": error}
             self.fanout.emit(changeset.channel, action)
 
     def activity(self) -> None:
-        """A session's running state may have flipped: each changeset's operations are said
-        again where the list differs (disabled mid-turn, idle after)."""
+        """A session's running state may have flipped (a turn began or ended): each of its
+        changesets is read again, so its operations are said disabled mid-turn and idle
+        after, and a turn's changes end where the turn left the tree."""
         for changeset in self._open.values():
-            if changeset.tree is None:
-                continue
-            operations = self.declare(changeset)
-            if changeset.channel.state.get("operations") != operations:
-                self.fanout.emit(
-                    changeset.channel,
-                    {"type": "changeset/operationsChanged", "operations": operations},
-                )
+            if changeset.tree is not None and self.running(changeset) != changeset.running:
+                self.nudge(changeset)
+
+    # -- the trees turns found and left ----------------------------------------------------
+
+    async def starting(self, chat: LiveChat, turn_id: str) -> None:
+        """A turn begins: the tree it finds is kept, before its agent touches anything."""
+        await self._snap(chat.session, turn_id, first=True)
+
+    def ended(self, chat: LiveChat, turn_id: str) -> None:
+        asyncio.get_running_loop().create_task(self._snap(chat.session, turn_id, first=False))
+
+    async def _snap(self, session: LiveSession, turn_id: str, *, first: bool) -> None:
+        record = session.record
+        folder = scopes.folder_of(record)
+        if folder is None or not scopes.in_git(record):
+            return
+        if not first and turn_id not in record.snapshots:
+            return
+        async with self._snapping.setdefault(record.uri, asyncio.Lock()):
+            try:
+                tree = await git.snapshot(await git.top_of(folder))
+            except (git.GitError, OSError) as error:
+                log.warning("keeping the tree under %s failed: %s", folder, error)
+                return
+            found = record.snapshots.get(turn_id, [])
+            record.snapshots[turn_id] = [tree] if first else [found[0], tree]
+            self._save(session)
+        for changeset in list(self._open.values()):
+            if changeset.session == record.uri:
+                self.nudge(changeset)
 
     # -- watching ---------------------------------------------------------------------------
 
@@ -288,6 +287,7 @@ class Changesets:
 
     async def clear(self, session_uri: str) -> None:
         """The session goes: each of its changesets says `changeset/cleared`, then closes."""
+        self._snapping.pop(session_uri, None)
         for changeset in [c for c in self._open.values() if c.session == session_uri]:
             self.fanout.emit(changeset.channel, {"type": "changeset/cleared"})
             await self._drop(changeset)

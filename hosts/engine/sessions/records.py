@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, TypeVar
@@ -69,6 +70,9 @@ class SessionRecord:
     owner: str = ""
     #: The team or project it belongs to (`team:<slug>`, `project:<slug>`); "" the host's.
     scope: str = ""
+    #: The working tree (a git tree id) as each turn found it and left it, by turn id; the
+    #: first turn's start is what the session found (changesets/).
+    snapshots: dict[str, list[str]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return kept_fields(self)
@@ -99,6 +103,14 @@ def file_path(uri: str) -> Path:
     """A working directory's file: URI as a path (a bare path is taken as one)."""
     parts = urlsplit(uri)
     return Path(unquote(parts.path)) if parts.scheme == "file" else Path(uri)
+
+
+def sender_of(action: Mapping[str, Any]) -> str | None:
+    """Who sent a turn, as its start (or its message) names them."""
+    for meta in (action.get("_meta"), (action.get("message") or {}).get("_meta")):
+        if isinstance(meta, dict) and isinstance(meta.get("ahpd.sender"), str):
+            return str(meta["ahpd.sender"])
+    return None
 
 
 def opaque_chat_uri() -> str:

@@ -25,11 +25,12 @@ from .attachments import Attachments, turn_request
 from .live import INTERRUPTED, LiveChat
 from .local_commands import LocalCommands, command_of
 from .pending import PendingMessages
-from .records import file_path
+from .records import file_path, sender_of
 from .residency import Residency
 from .runner import TurnRunner
 from .table import Sessions
 from .tally import TurnTally
+from .turn_hooks import TurnHooks
 
 log = logging.getLogger("ahpd.sessions")
 
@@ -57,6 +58,7 @@ class Turns(PendingMessages):
         self.tally = TurnTally()
         #: Set once the host is on its way out: a turn said from then on ends unrun.
         self.closing = False
+        self.hooks = TurnHooks()
 
     # -- beginning ------------------------------------------------------------------------
 
@@ -104,7 +106,7 @@ class Turns(PendingMessages):
             chat.runner.supersede()
             chat.replaced.append(chat.runner)
         runner = TurnRunner(chat, turn_id, started, self._window_ms)
-        runner.sender = _sender(action)
+        runner.sender = sender_of(action)
         chat.runner = runner
         self._residency.used(chat)
         self.tally.start(session.record.provider, turn_id, chat.record.uri, runner.sender)
@@ -191,6 +193,7 @@ class Turns(PendingMessages):
             if self.closing:
                 runner.end("error", INTERRUPTED, "executionInterrupted")
                 return
+            await self.hooks.starting(chat, request.turn_id)
             try:
                 agent_chat = local or await self._agent_chat(chat)
             except Exception as exc:
@@ -214,6 +217,7 @@ class Turns(PendingMessages):
             await self._end(chat, runner, "error", f"The agent failed: {exc}")
         finally:
             self.local.done(chat, local)
+            self.hooks.ended(chat, request.turn_id)
             self._finish(chat, runner, take_queued=completed)
 
     async def _agent_chat(self, chat: LiveChat) -> AgentChat:
@@ -387,11 +391,3 @@ def _assistant_text(turn: Mapping[str, Any]) -> str:
     return "".join(
         p.get("content", "") for p in turn.get("responseParts", []) if p.get("kind") == "markdown"
     )
-
-
-def _sender(action: Mapping[str, Any]) -> str | None:
-    """Who sent a turn, as its start (or its message) names them."""
-    for meta in (action.get("_meta"), (action.get("message") or {}).get("_meta")):
-        if isinstance(meta, dict) and isinstance(meta.get("ahpd.sender"), str):
-            return str(meta["ahpd.sender"])
-    return None
