@@ -389,3 +389,25 @@ async def test_a_client_that_drops_is_waited_for_through_the_grace(server, conne
         {"channel": ROOT, "clientId": laptop_id, "lastSeenServerSeq": seq, "subscriptions": []},
     )
     assert (await asking)["data"] == "resourceRead file:///home/me/a.txt"
+
+
+async def test_a_client_that_goes_while_asked_is_no_connection(server, connect):
+    laptop_id = f"laptop-{uuid.uuid4().hex[:6]}"
+    laptop = await connect(server.url, client_id=laptop_id)
+    await laptop.initialize()
+    asked = asyncio.Event()
+
+    async def serves(method: str, params: dict) -> dict:
+        asked.set()
+        await asyncio.Event().wait()  # never answers: it goes first
+        return {}
+
+    laptop.serves = serves
+    window = await connect(server.url)
+    await window.initialize()
+    uri = f"vscode-agent-client://{laptop_id}/file//home/me/a.txt"
+    asking = asyncio.ensure_future(refused(window, "resourceRead", uri=uri))
+    await asyncio.wait_for(asked.wait(), 10)
+    await laptop.close()
+    gone = await asking
+    assert (gone.code, gone.message) == (-32603, f"No connection for authority: {laptop_id}")
