@@ -74,6 +74,15 @@ def changeset_of(session: str) -> str:
     return f"{session}/changeset/uncommitted"
 
 
+async def opened(server: ServerProcess, connect: Any, repo: Path) -> tuple[Client, str, str]:
+    """A client, initialized, with a session of the fake agent in `repo`: it, the session and
+    its chat."""
+    client = await connect(server.url)
+    await client.initialize()
+    session, chat = await new_session(client, repo, provider="fake")
+    return client, session, chat
+
+
 async def bang(client: Client, chat: str, command: str) -> None:
     action = turn(f"!{command}")
     await client.dispatch_and_wait(chat, action)
@@ -119,9 +128,7 @@ def statuses(client: Client, uri: str, operation: str) -> list[str]:
 async def test_a_session_in_git_lists_its_uncommitted_changes_and_one_elsewhere_none(
     server, connect, repo
 ):
-    client = await connect(server.url)
-    await client.initialize()
-    session, _ = await new_session(client, repo, provider="fake")
+    client, session, _ = await opened(server, connect, repo)
     listed = {e["changeKind"]: e["uriTemplate"] for e in client.tracked[session][0]["changesets"]}
     assert listed == {
         "uncommitted": changeset_of(session),
@@ -142,9 +149,7 @@ async def test_a_session_in_git_lists_its_uncommitted_changes_and_one_elsewhere_
 async def test_a_turn_that_edits_two_files_is_read_back_then_one_discarded_one_committed(
     server, connect, repo
 ):
-    client = await connect(server.url)
-    await client.initialize()
-    session, chat = await new_session(client, repo, provider="fake")
+    client, session, chat = await opened(server, connect, repo)
     uri = changeset_of(session)
     state = await watched(client, uri)
     assert state["files"] == []
@@ -191,9 +196,7 @@ async def test_a_turn_that_edits_two_files_is_read_back_then_one_discarded_one_c
 
 
 async def test_stage_and_unstage_move_a_file_in_and_out_of_the_index(server, connect, repo):
-    client = await connect(server.url)
-    await client.initialize()
-    session, chat = await new_session(client, repo, provider="fake")
+    client, session, chat = await opened(server, connect, repo)
     uri = changeset_of(session)
     await watched(client, uri)
     await bang(client, chat, "printf 'new\\n' > c.txt")
@@ -215,9 +218,7 @@ async def test_stage_and_unstage_move_a_file_in_and_out_of_the_index(server, con
 
 
 async def test_an_edit_outside_any_turn_is_seen_by_the_watcher(server, connect, repo):
-    client = await connect(server.url)
-    await client.initialize()
-    session, _ = await new_session(client, repo, provider="fake")
+    client, session, _ = await opened(server, connect, repo)
     uri = changeset_of(session)
     await watched(client, uri)
     (repo / "b.txt").unlink()
@@ -230,9 +231,7 @@ async def test_an_edit_outside_any_turn_is_seen_by_the_watcher(server, connect, 
 
 
 async def test_refusals_name_what_was_wrong(server, connect, repo):
-    client = await connect(server.url)
-    await client.initialize()
-    session, chat = await new_session(client, repo, provider="fake")
+    client, session, chat = await opened(server, connect, repo)
     uri = changeset_of(session)
     await watched(client, uri)
 
@@ -324,9 +323,7 @@ async def test_who_may_watch_and_work_a_changeset(server, connect, repo):
 
 
 async def test_disposing_the_session_clears_its_changeset(server, connect, repo):
-    client = await connect(server.url)
-    await client.initialize()
-    session, _ = await new_session(client, repo, provider="fake")
+    client, session, _ = await opened(server, connect, repo)
     uri = changeset_of(session)
     (repo / "a.txt").write_text("changed\n")
     await watched(client, uri)
@@ -341,9 +338,7 @@ async def test_disposing_the_session_clears_its_changeset(server, connect, repo)
 
 
 async def test_a_review_tick_on_the_working_trees_changes_is_refused(server, connect, repo):
-    client = await connect(server.url)
-    await client.initialize()
-    session, _ = await new_session(client, repo, provider="fake")
+    client, session, _ = await opened(server, connect, repo)
     uri = changeset_of(session)
     (repo / "a.txt").write_text("changed\n")
     await watched(client, uri)
@@ -359,9 +354,7 @@ async def test_a_review_tick_on_the_working_trees_changes_is_refused(server, con
 
 
 async def test_a_resource_watch_sees_the_file_an_agent_wrote(server, connect, repo):
-    client = await connect(server.url)
-    await client.initialize()
-    _, chat = await new_session(client, repo, provider="fake")
+    client, _, chat = await opened(server, connect, repo)
     watch = await client.request("createResourceWatch", {"uri": repo.as_uri(), "recursive": True})
     await client.request("subscribe", {"channel": watch["channel"]})
     action = turn("write written.txt by the agent")
@@ -402,9 +395,7 @@ async def test_the_sessions_and_each_turns_changes_and_a_revert_to_what_the_sess
     server, connect, repo
 ):
     (repo / "a.txt").write_text("dirty before the session\n")  # not the session's doing
-    client = await connect(server.url)
-    await client.initialize()
-    session, chat = await new_session(client, repo, provider="fake")
+    client, session, chat = await opened(server, connect, repo)
     whole = f"{session}/changeset/session"
     assert (await watched(client, whole))["files"] == []
     first = turn("!printf 'one\\n' > b.txt")
