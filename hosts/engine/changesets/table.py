@@ -1,14 +1,15 @@
-"""Every session's uncommitted changeset: its channel, its re-reads, its operations.
+"""Every session's changesets (scopes.py): their channels, re-reads and watchers, and the trees
+turns found and left.
 
-A session whose folder lies in a git working tree advertises `<session>/changeset/uncommitted`
-in its catalogue. The channel opens when somebody names it, says `computing` to its first
-subscriber and then what git read (`changeset/contentChanged`, then `ready`). While anybody
-watches it, the OS's file notifications (watchfiles) over the session's folder and git's own
-index and HEAD nudge a re-read, coalesced per changeset: an agent's write, a tool call's, a
+A changeset's channel opens when somebody names it, says `computing` to its first subscriber
+and then what git read (`changeset/contentChanged`, then `ready`). While anybody watches it,
+the OS's file notifications (watchfiles) over the session's folder and git's own index, HEAD
+and refs nudge a re-read, coalesced per changeset: an agent's write, a tool call's, a
 terminal's `git add`, a commit somewhere else. Only a move is said: a file's row set or
-removed, or the whole set where that is the smaller thing. Its operations are re-declared as
-the session's running state flips (disabled mid-turn). Released after the grace once nobody
-watches it, cleared when its session goes.
+removed, or the whole set where that is the smaller thing. As a turn begins (awaited before
+its agent runs) and ends, the working tree is kept as a git tree id on the session's record;
+each flip of the session's running state reads its changesets again, so their operations are
+disabled mid-turn. Released after the grace once nobody watches, cleared when the session goes.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +70,8 @@ class Changesets:
         self._grace_s = grace_s
         self._snapping: dict[str, asyncio.Lock] = {}
         self._open: dict[str, Changeset] = {}
+        #: Reads and snapshots under way, held so none is collected before it is done.
+        self._tasks: set[asyncio.Task[None]] = set()
         fanout.on_joined(self._joined)
         fanout.on_left(self._left)
 
@@ -89,11 +92,16 @@ class Changesets:
     # -- reading ----------------------------------------------------------------------------
 
     def nudge(self, changeset: Changeset) -> None:
-        """Read it again soon; nudges while a read waits or runs are that one read."""
+        """Read it again soon; nudges while that read waits are that one read."""
         if changeset.pending:
             return
         changeset.pending = True
-        asyncio.get_running_loop().create_task(self.read(changeset))
+        self._spawn(self.read(changeset))
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     async def read(self, changeset: Changeset) -> None:
         async with changeset.read_lock:
@@ -181,7 +189,7 @@ class Changesets:
         await self._snap(chat.session, turn_id, first=True)
 
     def ended(self, chat: LiveChat, turn_id: str) -> None:
-        asyncio.get_running_loop().create_task(self._snap(chat.session, turn_id, first=False))
+        self._spawn(self._snap(chat.session, turn_id, first=False))
 
     async def _snap(self, session: LiveSession, turn_id: str, *, first: bool) -> None:
         record = session.record
@@ -270,7 +278,7 @@ class Changesets:
     def _release(self, changeset: Changeset) -> None:
         changeset.release_timer = None
         if not changeset.channel.subscribers:
-            asyncio.get_running_loop().create_task(self._drop(changeset))
+            self._spawn(self._drop(changeset))
 
     async def _drop(self, changeset: Changeset) -> None:
         if self._open.get(changeset.channel.uri) is not changeset:
@@ -293,6 +301,8 @@ class Changesets:
             await self._drop(changeset)
 
     async def stop(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
         for changeset in list(self._open.values()):
             await self._drop(changeset)
 
