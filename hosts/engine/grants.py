@@ -219,4 +219,6 @@ SUBSCRIBE: dict[str, tuple[str, ...]] = {
     "session": ("session:state",),
     "chat": ("chat:turns", "session:state"),
     "terminal": ("terminal:output",),
+    "automation": ("automation:read",),
+    "automationRun": ("automation:read",),
 }

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..connection import Connection
 from ..host import Host
-from . import chats, dispatch, handshake, resources, sessions, subscriptions, terminals
+from . import automations, chats, dispatch, handshake, resources, sessions, subscriptions, terminals
 
 Handler = Callable[[Host, Connection, dict[str, Any]], Awaitable[Any]]
 
@@ -47,4 +47,9 @@ COMMANDS: dict[str, Command] = {
     **{method: Command(handler, grant) for method, (handler, grant) in resources.SERVED.items()},
     "createTerminal": Command(terminals.create_terminal, FRESH),
     "disposeTerminal": Command(terminals.dispose_terminal, FRESH),
+    "runAutomation": Command(automations.run_automation, "automation:run"),
+    "fetchAutomationRuns": Command(automations.fetch_automation_runs, "automation:read"),
+    "listAutomationTriggerDefinitions": Command(
+        automations.list_trigger_definitions, "automation:read"
+    ),
 }

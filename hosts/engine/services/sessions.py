@@ -134,6 +134,8 @@ async def do_dispose_session(host: Host, caller: Caller, uri: str) -> None:
     session = session_of(host, uri)
     caller.may_in(session, "session:dispose")
     await host.sessions.dispose(session)
+    if host.automations is not None:
+        await host.automations.runs.session_gone(session.record.uri)
     # The terminals it claimed go with it, each said as it goes.
     for terminal in host.terminals.claimed_by_session(session.record.uri):
         host.terminals.dispose(terminal.uri)
