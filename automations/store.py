@@ -80,7 +80,7 @@ def _run_fields(run: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _add_run(run: dict[str, Any]) -> dict[str, Any]:
+def add_run_row(run: dict[str, Any]) -> dict[str, Any]:
     if run.get("request_id"):
         kept = AutomationRun.objects.filter(request_id=run["request_id"]).first()
         if kept is not None:
@@ -106,7 +106,7 @@ def _ms(text: str) -> int:
     return int(datetime.fromisoformat(text).timestamp() * 1000)
 
 
-def _fail_unfinished(message: str) -> int:
+def fail_unfinished(message: str) -> int:
     failed = 0
     now = iso(int(datetime.now(UTC).timestamp() * 1000))
     for row in AutomationRun.objects.exclude(status__in=TERMINAL):
@@ -232,7 +232,7 @@ class DjangoAutomationStore:
         return await db_call(_load_run)(uri)
 
     async def add_run(self, run: dict[str, Any]) -> dict[str, Any]:
-        return await db_call(_add_run)(run)
+        return await db_call(add_run_row)(run)
 
     async def save_run(self, run: dict[str, Any]) -> None:
         await db_call(
@@ -240,7 +240,7 @@ class DjangoAutomationStore:
         )()
 
     async def fail_unfinished_runs(self, message: str) -> int:
-        return await db_call(_fail_unfinished)(message)
+        return await db_call(fail_unfinished)(message)
 
     async def claim_due(self, now: datetime) -> list[tuple[str, list[str]]]:
         return await db_call(claim_due)(now)

@@ -164,7 +164,11 @@ async def test_bad_disable_conditions_are_refused_naming_the_reason(
 
 async def test_a_bad_schedule_is_refused_and_the_connection_stays(server, connect, workdir):
     client = await watching(server, connect)
-    trigger = {"id": "t", "kind": "schedule", "schedule": {"expression": "@daily", "timeZone": "UTC"}}
+    trigger = {
+        "id": "t",
+        "kind": "schedule",
+        "schedule": {"expression": "@daily", "timeZone": "UTC"},
+    }
     action = {
         "type": "automation/createRequested",
         "resource": f"ahp-automation:/{uuid.uuid4()}",
