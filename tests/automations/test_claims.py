@@ -11,7 +11,7 @@ import pytest
 from django.db import connections
 
 from automations.models import Automation, AutomationRun
-from automations.store import add_run_row, fail_unfinished, apply_plan, automation_record, claim_due
+from automations.store import add_run_row, apply_plan, automation_record, claim_due, fail_unfinished
 from hosts.engine.automations.schedule import iso_or_none, plan
 
 NOW = datetime(2027, 1, 4, 9, 0, 3, tzinfo=UTC)
