@@ -252,9 +252,12 @@ class Automations:
         self.say(uri)
         return None
 
-    async def remove(self, uri: str) -> None:
-        """Forget an automation and its runs (the client's automation/removed says it)."""
+    async def remove(self, uri: str, *, say: bool = False) -> None:
+        """Forget an automation and its runs: said by the client's automation/removed, or
+        (`say`) on this host's account."""
         await self.store.delete_automation(uri)
+        if say:
+            self.host.fanout.emit(self.channel, {"type": "automation/removed", "resource": uri})
         self.records.pop(uri, None)
         for run in self.history.pop(uri, []):
             self.runs.close(run["uri"])

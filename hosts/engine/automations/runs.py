@@ -114,6 +114,11 @@ class Runs:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
+    async def settled(self) -> None:
+        """Wait for every run started here to be over (and written)."""
+        while self._tasks:
+            await asyncio.wait(list(self._tasks))
+
     # -- what is said ---------------------------------------------------------------------
 
     async def _keep(self, run: dict[str, Any]) -> None:

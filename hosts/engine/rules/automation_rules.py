@@ -83,7 +83,7 @@ AUTOMATION_RULES = (
     ActionRule("automation/createRequested", grant="automation:create", effect=_create),
     ActionRule("automation/updateRequested", grant="automation:update", effect=_update),
     ActionRule("automation/set", said_by_host=True),
-    ActionRule("automation/removed", grant="automation:remove", effect=_removed),
+    ActionRule("automation/removed", grant="automation:remove", effect=_removed, said_by_host=True),
     ActionRule("automationRun/lifecycleChanged", said_by_host=True),
     ActionRule("automationRun/sessionSet", said_by_host=True),
     ActionRule("automationRun/sessionRemoved", said_by_host=True),
