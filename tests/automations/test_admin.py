@@ -33,7 +33,7 @@ def test_an_automation_made_in_the_admin_is_the_engines(engine, tmp_path: Path):
     sent = browser.post(
         add, {"uri": "ahp-automation:/admin-made", "definition": json.dumps(definition(tmp_path))}
     )
-    assert sent.status_code == 302, [l for l in sent.content.decode().splitlines() if "error" in l.lower()][:10]
+    assert sent.status_code == 302
     row = Automation.objects.get()
     assert row.uri == "ahp-automation:/admin-made" and row.owner == "user:root"
     # The catalogue was told: the engine holds it and runs it.
