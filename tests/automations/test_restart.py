@@ -47,6 +47,9 @@ async def test_a_run_a_crash_left_running_reads_back_failed(server, connect, wor
         "stopped while this run was unfinished (running)" in state["lifecycle"]["error"]["message"]
     )
     assert state["lifecycle"]["startedAt"]
+    session = state["primarySession"]
+    read = (await again.request("subscribe", {"channel": session}))["snapshot"]["state"]
+    assert read["origin"] == {"kind": "automation", "automation": uri, "run": run}
     assert entry(again, uri)["runs"][0]["lifecycle"]["status"] == "failed"
     # The same request is the same run, not a new one.
     assert (await again.request("runAutomation", params))["resource"] == run

@@ -204,6 +204,10 @@ async def test_a_manual_run_makes_a_session_as_the_owner_and_completes(server, c
     session = state["primarySession"]
     assert state["sessions"] == [session]
     snapshot = (await client.request("subscribe", {"channel": session}))["snapshot"]["state"]
+    origin = {"kind": "automation", "automation": uri, "run": run}
+    assert snapshot["origin"] == origin
+    listed = await client.request("listSessions", {"channel": "ahp-root://"})
+    assert next(r for r in listed["items"] if r["resource"] == session)["origin"] == origin
     chat = snapshot["defaultChat"]
     turns = (await client.request("subscribe", {"channel": chat}))["snapshot"]["state"]["turns"]
     assert turns[0]["message"]["text"] == "ping"

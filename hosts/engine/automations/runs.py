@@ -89,9 +89,21 @@ class Runs:
 
     def open(self, run: dict[str, Any]) -> None:
         self.live[run["uri"]] = run
+        for uri in run["sessions"]:
+            self._stamp(uri, run)
         self.channels[run["uri"]] = self.host.fanout.open(
             Channel(run["uri"], "automationRun", run_state(run))
         )
+
+    def _stamp(self, uri: str, run: dict[str, Any]) -> None:
+        """A run's session read back says whose run it is (the run's row keeps the link)."""
+        session = self.host.sessions.session(uri)
+        if session is None or session.record.origin:
+            return
+        origin = {"kind": "automation", "automation": run["automation"], "run": run["uri"]}
+        session.record.origin = origin
+        # A new state, not the old one changed: what was said of the old one stays as it was.
+        session.channel.state = {**session.channel.state, "origin": origin}
 
     def close(self, uri: str) -> None:
         self.live.pop(uri, None)
@@ -152,6 +164,9 @@ class Runs:
         await self._move(run, "failed", error={"errorType": error_type, "message": message})
 
     async def _joined(self, run: dict[str, Any], session: str) -> None:
+        # The session is committed before the run names it: a crash leaves no run pointing
+        # at a session nobody has.
+        await self.host.writes.flush()
         run["sessions"].append(session)
         self._say(run, {"type": "automationRun/sessionSet", "session": session})
         run["primary_session"] = session
@@ -205,6 +220,7 @@ class Runs:
                 directories=template.get("workingDirectories"),
                 config=template.get("config"),
                 method="runAutomation",
+                origin={"kind": "automation", "automation": run["automation"], "run": run["uri"]},
             )
             session = created.session
             chat = session.chats[session.record.default_chat]

@@ -69,6 +69,9 @@ class SessionRecord:
     owner: str = ""
     #: The team or project it belongs to (`team:<slug>`, `project:<slug>`); "" the host's.
     scope: str = ""
+    #: A run's session: {kind: automation, automation, run}. Read back from the run's record
+    #: (automations/), not from the session's row.
+    origin: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return kept_fields(self)
