@@ -253,6 +253,21 @@ CELERY_BROKER_URL = REDIS_URL or "memory://"
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_ALWAYS_EAGER = not REDIS_URL
 
+# -- automations: who fires schedules (README, "Automations") ---------------------------------
+# embedded: the server's own scheduler (make run: no Redis, no Celery); celery: beat's one
+# entry below, run by a worker, which claims due runs and asks the server to start them.
+AHPD_AUTOMATION_SCHEDULER = env_choice(
+    "AHPD_AUTOMATION_SCHEDULER", "CELERY" if REDIS_URL else "EMBEDDED", ("EMBEDDED", "CELERY")
+).lower()
+#: How often due schedules are looked for (a run starts within this of its due time).
+AHPD_AUTOMATION_TICK_SECONDS = env_float("AHPD_AUTOMATION_TICK_SECONDS", 2.0, minimum=0.1)
+CELERY_BEAT_SCHEDULE = {
+    "fire-due-automations": {
+        "task": "automations.tasks.fire_due_automations",
+        "schedule": AHPD_AUTOMATION_TICK_SECONDS,
+    }
+}
+
 # -- the HTTP API (/api) -----------------------------------------------------------------------
 
 REST_FRAMEWORK = {

@@ -15,6 +15,8 @@ from drf_spectacular.views import (
     SpectacularSwaggerView,
 )
 
+from automations import api as automations_api
+
 from . import me_views, people_views, session_views, turn_views, views
 
 app_name = "api"
@@ -48,6 +50,10 @@ urlpatterns = [
         name="session-cancel",
     ),
     path("sessions/<path:uri>/", session_views.SessionView.as_view(), name="session"),
+    path("automations/", automations_api.AutomationsView.as_view(), name="automations"),
+    path("automations/<str:id>/", automations_api.AutomationView.as_view(), name="automation"),
+    path("automations/<str:id>/run/", automations_api.RunNowView.as_view(), name="automation-run"),
+    path("automations/<str:id>/runs/", automations_api.RunsView.as_view(), name="automation-runs"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
     path("redoc/", SpectacularRedocView.as_view(url_name="api:schema"), name="redoc"),

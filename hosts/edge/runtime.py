@@ -20,6 +20,7 @@ from django.conf import settings
 
 from ..backends.base import Agent
 from ..backends.config import build_agents, load_agents
+from ..engine.automations import Automations
 from ..engine.host import Host, HostSettings
 from ..engine.router import Router
 from ..engine.terminals import TerminalSettings
@@ -109,6 +110,7 @@ async def get_router() -> Router:
         )
         _router = Router(_host)
         await _host.start()
+        await _start_automations(_host)
         # What the engine read at start lives as long as the process: the cyclic collector
         # need not walk it again at every pass (a full listing of 10k sessions halves).
         gc.freeze()
@@ -117,6 +119,16 @@ async def get_router() -> Router:
         _inbox = asyncio.get_running_loop().create_task(_read_inbox(_host), name="ahpd-inbox")
     assert _router is not None
     return _router
+
+
+async def _start_automations(host: Host) -> None:
+    """The catalogue read back, and, in the embedded deployment, this process's scheduler."""
+    from automations.store import DjangoAutomationStore
+
+    host.automations = Automations(host, DjangoAutomationStore())
+    await host.automations.start()
+    if settings.AHPD_AUTOMATION_SCHEDULER == "embedded":
+        host.automations.start_scheduler(settings.AHPD_AUTOMATION_TICK_SECONDS)
 
 
 def call_engine(work: Callable[[Host], Awaitable[T]], timeout: float = 60.0) -> T:
@@ -158,6 +170,8 @@ async def shutdown() -> None:
         _inbox.cancel()
         _inbox = None
     if _host is not None:
+        if _host.automations is not None:
+            _host.automations.stop()
         await _host.stop()
 
 

@@ -220,4 +220,6 @@ SUBSCRIBE: dict[str, tuple[str, ...]] = {
     "chat": ("chat:turns", "session:state"),
     "changeset": ("session:state",),
     "terminal": ("terminal:output",),
+    "automation": ("automation:read",),
+    "automationRun": ("automation:read",),
 }

@@ -127,6 +127,9 @@ class Host:
         self.placement: Placement = placement or HereOnly()
         #: How a service call reaches an engine that is not this one (None: there is none).
         self.relay = relay
+        #: The automations catalogue (automations.Automations, which imports this module),
+        #: where a store for them was given; None otherwise.
+        self.automations: Any = None
         self._root: Channel | None = None
         self._root_config_lock = asyncio.Lock()
         self._started = False

@@ -55,6 +55,8 @@ class SessionSummary(TypedDict):
     chats: list[ChatRow]
     defaultChat: str
     _meta: NotRequired[SessionMeta]
+    #: A run's session: {kind: "automation", automation, run}.
+    origin: NotRequired[dict[str, str]]
 
 
 class ServerInfo(TypedDict):

@@ -56,6 +56,7 @@ def test_what_the_engine_says_on_its_own_account_is_what_the_registry_marks_said
         | _action_literals(ENGINE / "commands")
         | _action_literals(ENGINE / "resources")
         | _action_literals(ENGINE / "changesets")
+        | _action_literals(ENGINE / "automations")
         | {n for n in _action_literals(ENGINE) if (ENGINE / "host.py").read_text().count(n)}
     )
     said = {t for t, rule in RULES.items() if rule.said_by_host}

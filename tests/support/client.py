@@ -26,6 +26,8 @@ STATE_KINDS = {
     "ahp-session": "session",
     "ahp-chat": "chat",
     "ahp-terminal": "terminal",
+    "ahp-automations": "automation",
+    "ahp-automation-run": "automationRun",
 }
 
 

@@ -14,6 +14,7 @@ from typing import Any
 from ..connection import Connection
 from ..host import Host
 from . import (
+    automations,
     changesets,
     chats,
     dispatch,
@@ -57,4 +58,9 @@ COMMANDS: dict[str, Command] = {
     "invokeChangesetOperation": Command(changesets.invoke_changeset_operation, "session:changes"),
     "createTerminal": Command(terminals.create_terminal, FRESH),
     "disposeTerminal": Command(terminals.dispose_terminal, FRESH),
+    "runAutomation": Command(automations.run_automation, "automation:run"),
+    "fetchAutomationRuns": Command(automations.fetch_automation_runs, "automation:read"),
+    "listAutomationTriggerDefinitions": Command(
+        automations.list_trigger_definitions, "automation:read"
+    ),
 }

@@ -123,7 +123,7 @@ async def initialize(host: Host, conn: Connection, params: dict[str, Any]) -> di
             continue
         host.fanout.subscribe(conn, channel)
         snapshots.append(host.snapshot(conn, channel))
-    return {
+    result: dict[str, Any] = {
         "_meta": {"ahpd.principal": conn.principal.ref},
         "protocolVersion": conn.version_text,
         "serverSeq": host.fanout.server_seq,
@@ -135,6 +135,10 @@ async def initialize(host: Host, conn: Connection, params: dict[str, Any]) -> di
         # A chat message starting with it runs as this host's own command, in a terminal.
         "terminalCommandPrefix": PREFIX,
     }
+    if host.automations is not None:
+        # Presence is what permits a client to use the catalogue (automations/).
+        result["automations"] = host.automations.capabilities()
+    return result
 
 
 async def reconnect(host: Host, conn: Connection, params: dict[str, Any]) -> dict[str, Any]:

@@ -8,6 +8,7 @@ says, and the README's coverage table is generated from it (coverage.py).
 
 from __future__ import annotations
 
+from .automation_rules import AUTOMATION_RULES
 from .changeset_rules import CHANGESET_RULES
 from .chat_rules import CHAT_RULES
 from .not_yet import NOT_YET_RULES
@@ -17,8 +18,15 @@ from .session_rules import SESSION_RULES
 from .terminal_rules import TERMINAL_RULES
 
 RULES: dict[str, ActionRule] = {}
-_ALL = (*ROOT_RULES, *SESSION_RULES, *CHAT_RULES, *TERMINAL_RULES, *CHANGESET_RULES, *NOT_YET_RULES)
-for _rule in _ALL:
+for _rule in (
+    *ROOT_RULES,
+    *SESSION_RULES,
+    *CHAT_RULES,
+    *TERMINAL_RULES,
+    *CHANGESET_RULES,
+    *AUTOMATION_RULES,
+    *NOT_YET_RULES,
+):
     assert _rule.type not in RULES, f"two rules for {_rule.type}"
     RULES[_rule.type] = _rule
 

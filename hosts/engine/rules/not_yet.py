@@ -24,9 +24,5 @@ NOT_YET_RULES = tuple(
         "annotations/removed",
         "annotations/entrySet",
         "annotations/entryRemoved",
-        "automation/createRequested",
-        "automation/updateRequested",
-        "automation/removed",
-        "automationRun/cancelRequested",
     )
 )

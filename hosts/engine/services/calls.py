@@ -12,6 +12,13 @@ from typing import Any
 
 from ..host import Host
 from ..principal import Principal
+from .automations import (
+    do_automation_claimed,
+    do_create_automation,
+    do_remove_automation,
+    do_run_automation,
+    do_update_automation,
+)
 from .caller import Caller
 from .sessions import Created, do_create_session, do_dispose_session
 from .turns import do_cancel_session, do_send_to_session
@@ -29,6 +36,12 @@ SERVICES: dict[str, Service] = {
     "dispose_session": Service(do_dispose_session, "uri"),
     "send_message": Service(do_send_to_session, "uri"),
     "cancel_session": Service(do_cancel_session, "uri"),
+    "create_automation": Service(do_create_automation, None),
+    "update_automation": Service(do_update_automation, None),
+    "remove_automation": Service(do_remove_automation, None),
+    "run_automation": Service(do_run_automation, None),
+    # A Celery worker claimed an automation's due runs: this engine starts them.
+    "automation_claimed": Service(do_automation_claimed, None),
 }
 
 

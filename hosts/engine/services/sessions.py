@@ -66,6 +66,7 @@ def do_create_session(
     scope: Any = None,
     derived_chat_uri: bool = False,
     method: str = "createSession",
+    origin: dict[str, Any] | None = None,
 ) -> Created:
     """A session of the caller's, at the URI the client chose (or a fresh one), with its
     default chat, in the scope named (one the caller is a member of) or their home scope; a
@@ -120,6 +121,7 @@ def do_create_session(
         active_client,
         scope=scope,
         derived_chat_uri=derived_chat_uri,
+        origin=origin,
     )
     if message is None:
         return Created(session)
@@ -136,6 +138,8 @@ async def do_dispose_session(host: Host, caller: Caller, uri: str) -> None:
     # Its changesets are cleared for those who watch them before the session is said gone.
     await host.changesets.clear(session.record.uri)
     await host.sessions.dispose(session)
+    if host.automations is not None:
+        await host.automations.runs.session_gone(session.record.uri)
     # The terminals it claimed go with it, each said as it goes.
     for terminal in host.terminals.claimed_by_session(session.record.uri):
         host.terminals.dispose(terminal.uri)

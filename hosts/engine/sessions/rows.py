@@ -53,4 +53,6 @@ def _made(session: LiveSession, running: bool) -> SessionSummary:
     }
     if record.owner:
         row["_meta"] = {"ahpd.owner": record.owner}
+    if record.origin:
+        row["origin"] = record.origin
     return row

@@ -138,6 +138,7 @@ class Sessions:
             "workingDirectories": list(record.working_directories),
             **({"changesets": found} if (found := self.catalogue_of(record)) else {}),
             **({"_meta": {"ahpd.owner": record.owner}} if record.owner else {}),
+            **({"origin": record.origin} if record.origin else {}),
             "config": {
                 "schema": agent.session_config_schema() if agent else EMPTY_CONFIG_SCHEMA,
                 "values": dict(record.config),
@@ -193,6 +194,7 @@ class Sessions:
         *,
         scope: str = "",
         derived_chat_uri: bool = False,
+        origin: dict[str, Any] | None = None,
     ) -> LiveSession:
         """A fresh session and its default chat (a derived chat URI for an older VS Code)."""
         created = now_ms()
@@ -208,6 +210,7 @@ class Sessions:
             chats=[chat_uri],
             owner=owner,
             scope=scope,
+            origin=origin,
         )
         session = self._open(record, [ChatRecord(chat_uri, uri, created)])
         if active_client is not None:

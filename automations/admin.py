@@ -1,0 +1,183 @@
+"""The admin's automation pages. An automation is made, changed and deleted through the
+engine's services (calls.py) as the signed-in person, with their grants, so every client of
+the catalogue is told, exactly as from the socket or REST; a refusal is said on the page and
+nothing is kept. Runs are read-only, each with a link to its session's page."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.admin.options import csrf_protect_m
+from django.contrib.admin.utils import quote
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import reverse
+from django.utils.html import format_html, format_html_join
+
+from hosts.edge import runtime
+from hosts.engine.services.calls import perform
+from hosts.protocol.errors import ProtocolError
+from hosts.store import person_signed_in
+
+from .models import Automation, AutomationRun
+
+EXAMPLE = {
+    "title": "Nightly triage",
+    "message": {"text": "Triage the issues opened today", "origin": {"kind": "automation"}},
+    "session": {"workingDirectories": []},
+    "enabled": True,
+    "triggers": [
+        {
+            "id": "nightly",
+            "kind": "schedule",
+            "schedule": {"expression": "0 2 * * *", "timeZone": "Europe/Berlin"},
+        }
+    ],
+}
+
+
+class AutomationForm(forms.ModelForm):  # type: ignore[type-arg]
+    class Meta:
+        model = Automation
+        fields = ["uri", "definition"]
+        help_texts = {"uri": "ahp-automation:/<id>; left empty, one is made"}
+
+    uri = forms.CharField(required=False, max_length=512)
+    definition = forms.JSONField(
+        initial=EXAMPLE,
+        widget=forms.Textarea(attrs={"rows": 24, "cols": 100}),
+        help_text="the protocol's AutomationDefinition",
+    )
+
+
+def _session_link(uri: str) -> str:
+    return format_html(
+        '<a href="{}">{}</a>', reverse("admin:hosts_storedsession_change", args=[quote(uri)]), uri
+    )
+
+
+class RunInline(admin.TabularInline):  # type: ignore[type-arg]
+    model = AutomationRun
+    extra = 0
+    fields = ("uri", "origin_kind", "scheduled_for", "status", "session")
+    readonly_fields = fields
+    ordering = ("-created_ms",)
+    show_change_link = True
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    @admin.display(description="session")
+    def session(self, run: AutomationRun) -> str:
+        return _session_link(run.primary_session) if run.primary_session else "-"
+
+
+@admin.register(Automation)
+class AutomationAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    form = AutomationForm
+    list_display = ("uri", "title", "owner", "enabled", "next_run_at", "run_count")
+    search_fields = ("uri", "title", "owner")
+    inlines = (RunInline,)
+
+    # The engine writes the row, on its own thread and connection: the admin's transaction
+    # around the form would hold that write back (SQLite) or hide it (PostgreSQL).
+    @csrf_protect_m
+    def changeform_view(
+        self,
+        request: HttpRequest,
+        object_id: str | None = None,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        return self._changeform_view(request, object_id, form_url, extra_context)
+
+    @csrf_protect_m
+    def delete_view(
+        self, request: HttpRequest, object_id: str, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        return self._delete_view(request, object_id, extra_context)
+
+    def get_inlines(self, request: HttpRequest, obj: Any = None) -> tuple[Any, ...]:
+        return self.inlines if obj is not None else ()
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        shown = ("owner", "next_run_at", "run_count")
+        return ("uri", *shown) if obj is not None else shown
+
+    @admin.display(boolean=True)
+    def enabled(self, row: Automation) -> bool:
+        return bool(row.definition.get("enabled"))
+
+    def _engine_does(self, request: HttpRequest, service: str, **args: Any) -> Any:
+        """The service's answer, or None with the engine's refusal said on the page."""
+        principal = person_signed_in(request.user)  # type: ignore[arg-type]
+        try:
+            answer = runtime.call_engine(lambda host: perform(host, service, principal, **args))
+        except ProtocolError as error:
+            messages.error(request, f"Not kept: {error.message}")
+            return None
+        return {} if answer is None else answer
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        definition = json.loads(json.dumps(form.cleaned_data["definition"]))
+        if change:
+            self._engine_does(request, "update_automation", uri=obj.uri, changes=definition)
+        else:
+            uri = form.cleaned_data.get("uri") or None
+            entry = self._engine_does(request, "create_automation", definition=definition, uri=uri)
+            obj.uri = entry["resource"] if entry else ""
+        obj.kept = bool(obj.uri) and Automation.objects.filter(uri=obj.uri).exists()
+
+    def response_add(self, request: HttpRequest, obj: Any, post_url_continue: Any = None) -> Any:
+        if not obj.kept:
+            return HttpResponseRedirect(request.path)  # the refusal is on the page
+        return super().response_add(request, obj, post_url_continue)
+
+    def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
+        return None  # runs are the engine's; nothing of them is edited here
+
+    def delete_model(self, request: HttpRequest, obj: Any) -> None:
+        self._engine_does(request, "remove_automation", uri=obj.uri)
+
+
+@admin.register(AutomationRun)
+class AutomationRunAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    list_display = ("uri", "automation", "origin_kind", "scheduled_for", "status", "session")
+    list_filter = ("status", "origin_kind")
+    search_fields = ("uri", "automation__uri", "owner")
+    fields = (
+        "uri",
+        "automation",
+        "owner",
+        "origin_kind",
+        "trigger_id",
+        "scheduled_for",
+        "catch_up",
+        "request_id",
+        "status",
+        "lifecycle",
+        "sessions_linked",
+    )
+    readonly_fields = fields
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    @admin.display(description="session")
+    def session(self, run: AutomationRun) -> str:
+        return _session_link(run.primary_session) if run.primary_session else "-"
+
+    @admin.display(description="sessions")
+    def sessions_linked(self, run: AutomationRun) -> str:
+        return format_html_join(", ", "{}", ((_session_link(uri),) for uri in run.sessions)) or "-"

@@ -1,0 +1,318 @@
+"""The `ahp-automations://` catalogue: the automations this host keeps, as entries, each with
+its newest runs, and what creating, changing and removing one does.
+
+What a client is told is what the store holds: each change is written first and then said as
+automation/set (the entry whole), the request itself after it. Scheduled runs are claimed in
+the store (schedule.py, the store's claim) by whichever process fires schedules; the engine
+is told which were claimed (`claimed`) and starts them (runs.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from ...protocol.errors import ErrorCode, ProtocolError
+from ...protocol.uris import AUTOMATIONS_URI
+from .. import access
+from ..channel import Channel
+from ..clock import iso, now_ms
+from ..host import Host
+from ..principal import Principal
+from . import definitions
+from .ports import AutomationStore
+from .runs import Runs, run_state, summary
+from .schedule import iso_or_none, next_run_at
+
+log = logging.getLogger("ahpd.automations")
+
+#: Runs an entry shows at first, and each fetchAutomationRuns adds.
+PAGE = 20
+OPERATIONS = ["update", "remove", "run"]
+PREFIX = "ahp-automation:/"
+#: How a run the last process left unfinished reads back.
+INTERRUPTED = "The server stopped while this run was unfinished"
+
+
+@dataclass(slots=True)
+class Owned:
+    """An automation as access.py reads it: whose it is; automations are the host's scope."""
+
+    uri: str
+    owner: str
+    scope: str = ""
+
+
+def not_found(uri: str) -> ProtocolError:
+    return ProtocolError(ErrorCode.INTERNAL_ERROR, f"Automation not found: {uri}")
+
+
+class Automations:
+    def __init__(
+        self,
+        host: Host,
+        store: AutomationStore,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
+        self.host = host
+        self.store = store
+        self.clock = clock or (lambda: datetime.now(UTC))
+        self.records: dict[str, dict[str, Any]] = {}
+        #: Each automation's runs as its entry shows them, newest first.
+        self.history: dict[str, list[dict[str, Any]]] = {}
+        #: How many pages each entry shows, and whether the store holds more.
+        self.pages: dict[str, int] = {}
+        self.more: dict[str, bool] = {}
+        self.runs = Runs(host, store, self.records, self.say)
+        self._channel: Channel | None = None
+        self._scheduler: asyncio.Task[None] | None = None
+
+    # -- life -----------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Read back what is kept; a run the last process left unfinished reads as failed."""
+        failed = await self.store.fail_unfinished_runs(INTERRUPTED)
+        if failed:
+            log.warning("%d automation runs were unfinished at the last stop: failed", failed)
+        for record in await self.store.load_automations():
+            self.records[record["uri"]] = record
+            self.pages[record["uri"]] = 1
+            await self._read_history(record["uri"])
+        self._channel = self.host.fanout.open(
+            Channel(AUTOMATIONS_URI, "automation", {"entries": self._entries()})
+        )
+
+    def start_scheduler(self, every_s: float) -> None:
+        """Fire schedules from this process (the embedded deployment: no Celery)."""
+        self._scheduler = asyncio.get_running_loop().create_task(
+            self._schedule(every_s), name="ahpd-automations"
+        )
+
+    def stop(self) -> None:
+        if self._scheduler is not None:
+            self._scheduler.cancel()
+            self._scheduler = None
+
+    async def _schedule(self, every_s: float) -> None:
+        while True:
+            try:
+                await self.tick()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("evaluating the automations' schedules failed")
+            await asyncio.sleep(every_s)
+
+    async def tick(self) -> None:
+        """Claim what is due now and start it: the embedded scheduler's one step."""
+        for uri, runs in await self.store.claim_due(self.clock()):
+            await self.claimed(uri, runs)
+
+    async def claimed(self, uri: str, runs: list[str]) -> None:
+        """Runs claimed for an automation (here or by a Celery worker): the entry read again
+        (its cursors, count and switch moved), said, and each run started."""
+        record = await self.store.load_automation(uri)
+        if record is None:
+            return
+        self.records[uri] = record
+        for run_uri in runs:
+            run = await self.store.load_run(run_uri)
+            if run is not None and run_uri not in self.runs.live:
+                self.runs.open(run)
+                self.history.setdefault(uri, []).insert(0, run)
+        self.say(uri)
+        for run_uri in runs:
+            self.runs.begin(run_uri)
+
+    async def _read_history(self, uri: str) -> None:
+        shown = self.pages[uri] * PAGE
+        runs = await self.store.load_runs(uri, shown + 1)
+        self.more[uri] = len(runs) > shown
+        self.history[uri] = runs[:shown]
+        for run in self.history[uri]:
+            if run["uri"] not in self.runs.live:
+                self.runs.open(run)
+
+    def capabilities(self) -> dict[str, Any]:
+        """initialize's `automations`: create, schedules, cancelling runs, the page shown."""
+        return {"create": {}, "schedules": {}, "runCancellation": {}, "runHistoryLimit": PAGE}
+
+    # -- entries --------------------------------------------------------------------------
+
+    @property
+    def channel(self) -> Channel:
+        assert self._channel is not None, "the automations are not started"
+        return self._channel
+
+    def entry(self, uri: str) -> dict[str, Any]:
+        """The AutomationEntry of a kept automation."""
+        record = self.records[uri]
+        definition = record["definition"]
+        entry: dict[str, Any] = {
+            "resource": uri,
+            "definition": definition,
+            "runs": [summary(self.runs.live.get(r["uri"], r)) for r in self.history.get(uri, [])],
+            "operations": list(OPERATIONS),
+            "createdAt": iso(record["created_ms"]),
+            "modifiedAt": iso(record["modified_ms"]),
+        }
+        if definition.get("enabled") and record.get("next_run_at"):
+            entry["nextRunAt"] = record["next_run_at"]
+        if definitions.after_runs(definition) is not None:
+            entry["runCount"] = record.get("run_count") or 0
+        if self.more.get(uri):
+            entry["runsNextCursor"] = self.cursor(uri)
+        if record.get("owner"):
+            entry["_meta"] = {"ahpd.owner": record["owner"]}
+        return entry
+
+    def _entries(self) -> list[dict[str, Any]]:
+        return [self.entry(uri) for uri in self.records]
+
+    def cursor(self, uri: str) -> str:
+        return f"{uri}#page={self.pages.get(uri, 1) + 1}"
+
+    def say(self, uri: str) -> None:
+        """Say an entry as this host holds it."""
+        self.host.fanout.emit(
+            self.channel, {"type": "automation/set", "automation": self.entry(uri)}
+        )
+
+    def refusal(self, principal: Principal, uri: str, needed: str) -> str | None:
+        """Why `principal` may not do `needed` to the automation: the grant, and whose it is."""
+        return access.refusal(principal, Owned(uri, self.records[uri].get("owner", "")), needed)
+
+    # -- changes --------------------------------------------------------------------------
+
+    def _fresh(self, record: dict[str, Any], old: dict[str, Any] | None) -> None:
+        """Cursors for triggers new (or the automation switched back on) start now; a fresh
+        allowance (an afterRuns where there was none, a switch back on) starts at 0."""
+        definition = record["definition"]
+        now = self.clock()
+        switched_on = old is None or (
+            definition.get("enabled") and not old["definition"].get("enabled")
+        )
+        kept = {} if switched_on else dict(record.get("cursors") or {})
+        record["cursors"] = {
+            t["id"]: kept.get(t["id"]) or iso_or_none(now)
+            for t in definitions.schedule_triggers(definition)
+        }
+        if switched_on or (
+            definitions.after_runs(definition) is not None
+            and (old is None or definitions.after_runs(old["definition"]) is None)
+        ):
+            record["run_count"] = 0
+        at = next_run_at(definition, record["cursors"], now)
+        record["next_run_at"] = iso_or_none(at) if definition.get("enabled") else None
+
+    async def create(self, owner: str, uri: str, definition: Any) -> str | None:
+        """Keep a new automation and say it; why not, or None. One kept already with this very
+        definition is said again."""
+        if not uri.startswith(PREFIX) or len(uri) == len(PREFIX):
+            return f"An automation's resource is {PREFIX}<id>, not {uri}"
+        if (reason := definitions.definition_problem(definition)) is not None:
+            return reason
+        if uri in self.records:
+            if self.records[uri]["definition"] != definition:
+                return f"Automation already exists: {uri}"
+            self.say(uri)
+            return None
+        now = now_ms()
+        record = {
+            "uri": uri,
+            "owner": owner,
+            "definition": definition,
+            "created_ms": now,
+            "modified_ms": now,
+        }
+        self._fresh(record, None)
+        await self.store.save_automation(record)
+        self.records[uri] = record
+        self.history[uri], self.pages[uri], self.more[uri] = [], 1, False
+        self.say(uri)
+        return None
+
+    async def update(self, uri: str, changes: Any) -> str | None:
+        """Lay a patch over a kept automation and say it; why not, or None."""
+        if (reason := definitions.patch_problem(changes)) is not None:
+            return reason
+        old = await self.store.load_automation(uri) or self.records[uri]
+        record = {**old, "definition": definitions.patched(old["definition"], changes)}
+        if (reason := definitions.definition_problem(record["definition"])) is not None:
+            return reason
+        record["modified_ms"] = now_ms()
+        self._fresh(record, old)
+        await self.store.save_automation(record)
+        self.records[uri] = record
+        self.say(uri)
+        return None
+
+    async def remove(self, uri: str, *, say: bool = False) -> None:
+        """Forget an automation and its runs: said by the client's automation/removed, or
+        (`say`) on this host's account."""
+        await self.store.delete_automation(uri)
+        if say:
+            self.host.fanout.emit(self.channel, {"type": "automation/removed", "resource": uri})
+        self.records.pop(uri, None)
+        for run in self.history.pop(uri, []):
+            self.runs.close(run["uri"])
+        self.pages.pop(uri, None)
+        self.more.pop(uri, None)
+
+    async def fetch_runs(self, uri: str, cursor: str | None) -> None:
+        """One more page of runs on the entry, said to every subscriber."""
+        if uri not in self.records:
+            raise not_found(uri)
+        if not self.more.get(uri):
+            return
+        if cursor is not None and cursor != self.cursor(uri):
+            raise ProtocolError(
+                ErrorCode.INTERNAL_ERROR,
+                f"Automation run-history cursor is no longer available: {cursor}",
+            )
+        self.pages[uri] += 1
+        await self._read_history(uri)
+        self.say(uri)
+
+    async def run_now(self, principal: Principal, uri: str, request_id: str) -> str:
+        """A manual run (runAutomation): the run this request made already, a run of the
+        automation that has not ended, or a new one, kept before its session is made."""
+        if uri not in self.records:
+            raise not_found(uri)
+        if (reason := self.refusal(principal, uri, "automation:run")) is not None:
+            raise ProtocolError(ErrorCode.PERMISSION_DENIED, reason)
+        unfinished = [r for r in self.history.get(uri, []) if not self.runs.terminal(r["uri"])]
+        same = self.runs.by_request(request_id)
+        if same is None and unfinished:
+            return str(unfinished[0]["uri"])
+        run = same or await self.store.add_run(
+            {
+                "uri": f"ahp-automation-run:/{uuid.uuid4()}",
+                "automation": uri,
+                "owner": self.records[uri].get("owner", ""),
+                "origin": {"kind": "manual"},
+                "lifecycle": {"status": "pending", "createdAt": iso(now_ms())},
+                "sessions": [],
+                "primary_session": None,
+                "request_id": request_id,
+            }
+        )
+        if run["automation"] != uri:
+            raise ProtocolError(
+                ErrorCode.INTERNAL_ERROR,
+                f"Automation run request {request_id} was made for {run['automation']}",
+            )
+        if run["uri"] not in self.runs.live:
+            self.runs.open(run)
+            self.history.setdefault(uri, []).insert(0, run)
+            self.say(uri)
+            self.runs.begin(run["uri"])
+        return str(run["uri"])
+
+
+__all__ = ["Automations", "run_state"]

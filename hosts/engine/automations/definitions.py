@@ -1,0 +1,167 @@
+"""What an automation's definition may hold, checked before the store is asked.
+
+A create is checked whole; an update is a patch (absent keys are left alone) and only what it
+names is checked, then laid over what is kept. Each refusal names what was wrong.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from . import cron
+
+DEFINITION_KEYS = ("title", "message", "session", "enabled", "triggers", "disableConditions")
+MISFIRE_POLICIES = ("skip", "runOnce")
+CONDITION_KINDS = ("afterRuns", "afterDate")
+
+
+def parse_instant(text: Any) -> datetime | None:
+    """An ISO 8601 timestamp with its offset (or Z), or None for anything else."""
+    if not isinstance(text, str):
+        return None
+    try:
+        at = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return at if at.tzinfo is not None else None
+
+
+def conditions_problem(conditions: Any) -> str | None:
+    """Why `disableConditions` cannot be kept: a kind named twice, a kind neither of the two,
+    an afterRuns whose max is not a whole number of one or more, an afterDate that is not a
+    timestamp."""
+    if conditions is None:
+        return None
+    if not isinstance(conditions, list):
+        return "disableConditions must be a list"
+    seen: set[str] = set()
+    for condition in conditions:
+        kind = condition.get("kind") if isinstance(condition, dict) else None
+        if kind not in CONDITION_KINDS:
+            return f"disableConditions: {kind!r} is not a condition kind (afterRuns, afterDate)"
+        if kind in seen:
+            return f"disableConditions: {kind} is named more than once"
+        seen.add(kind)
+        if kind == "afterRuns":
+            most = condition.get("max")
+            if isinstance(most, bool) or not isinstance(most, int) or most < 1:
+                return f"disableConditions: afterRuns.max must be a whole number of one or more, not {most!r}"  # noqa: E501
+        elif parse_instant(condition.get("date")) is None:
+            return f"disableConditions: afterDate.date is not an ISO 8601 timestamp: {condition.get('date')!r}"  # noqa: E501
+    return None
+
+
+def _triggers_problem(triggers: Any) -> str | None:
+    if not isinstance(triggers, list):
+        return "triggers must be a list"
+    ids: set[str] = set()
+    for trigger in triggers:
+        if not isinstance(trigger, dict):
+            return "triggers: each trigger must be an object"
+        trigger_id = trigger.get("id")
+        if not isinstance(trigger_id, str) or not trigger_id or trigger_id in ids:
+            return "triggers: each trigger needs an id of its own"
+        ids.add(trigger_id)
+        if trigger.get("kind") == "event":
+            return f"triggers: event trigger type is not available here: {trigger.get('type')!r}"
+        if trigger.get("kind") != "schedule":
+            return f"triggers: {trigger.get('kind')!r} is not a trigger kind (schedule, event)"
+        schedule = trigger.get("schedule")
+        if not isinstance(schedule, dict):
+            return f"triggers: {trigger_id} needs a schedule"
+        reason = cron.problem(schedule.get("expression"), schedule.get("timeZone"))
+        if reason is not None:
+            return f"triggers: {trigger_id}: {reason}"
+        if trigger.get("misfirePolicy", "runOnce") not in MISFIRE_POLICIES:
+            return f"triggers: {trigger_id}: misfirePolicy must be skip or runOnce"
+    return None
+
+
+def _session_problem(session: Any) -> str | None:
+    if not isinstance(session, dict):
+        return "session must be a session template object"
+    if "provider" in session and not isinstance(session["provider"], str):
+        return "session.provider must be a string"
+    folders = session.get("workingDirectories")
+    if folders is not None and (
+        not isinstance(folders, list) or not all(isinstance(f, str) for f in folders)
+    ):
+        return "session.workingDirectories must be a list of URIs"
+    if "config" in session and not isinstance(session["config"], dict):
+        return "session.config must be an object"
+    if session.get("customizations"):
+        # A definition whose every run would load nothing is refused rather than kept.
+        return "session.customizations: this host does not capture client plugins for automations"
+    return None
+
+
+_CHECKS = {
+    "title": lambda v: (
+        None if isinstance(v, str) and v.strip() else "title must be a non-empty string"
+    ),
+    "message": lambda v: (
+        None
+        if isinstance(v, dict)
+        and isinstance(v.get("text"), str)
+        and (v.get("origin") or {}).get("kind") == "automation"
+        else "message must be a Message with a text whose origin kind is automation"
+    ),
+    "session": _session_problem,
+    "enabled": lambda v: None if isinstance(v, bool) else "enabled must be a boolean",
+    "triggers": _triggers_problem,
+    "disableConditions": conditions_problem,
+}
+
+
+def definition_problem(definition: Any) -> str | None:
+    """Why a definition a create carries cannot be kept, or None."""
+    if not isinstance(definition, dict):
+        return "definition must be an object"
+    for key in ("title", "message", "session", "enabled", "triggers"):
+        if key not in definition:
+            return f"definition.{key} is required"
+    return patch_problem(definition)
+
+
+def patch_problem(changes: Any) -> str | None:
+    """Why a patch cannot be laid over a definition (only the keys it names are checked)."""
+    if not isinstance(changes, dict):
+        return "changes must be an object"
+    for key, check in _CHECKS.items():
+        if key in changes and (reason := check(changes[key])) is not None:
+            return reason
+    if "_meta" in changes and not isinstance(changes["_meta"], dict):
+        return "_meta must be an object"
+    return None
+
+
+def patched(definition: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+    """The definition with the keys the patch names replaced, the rest left alone."""
+    out = dict(definition)
+    for key in (*DEFINITION_KEYS, "_meta"):
+        if key in changes:
+            if changes[key] is None:
+                out.pop(key, None)
+            else:
+                out[key] = changes[key]
+    return out
+
+
+def after_runs(definition: dict[str, Any]) -> int | None:
+    """The afterRuns allowance the definition names, or None."""
+    for condition in definition.get("disableConditions") or []:
+        if condition.get("kind") == "afterRuns":
+            return int(condition["max"])
+    return None
+
+
+def after_date(definition: dict[str, Any]) -> datetime | None:
+    for condition in definition.get("disableConditions") or []:
+        if condition.get("kind") == "afterDate":
+            return parse_instant(condition["date"])
+    return None
+
+
+def schedule_triggers(definition: dict[str, Any]) -> list[dict[str, Any]]:
+    return [t for t in definition.get("triggers") or [] if t.get("kind") == "schedule"]

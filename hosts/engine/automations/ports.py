@@ -1,0 +1,49 @@
+"""The automation store port: what the engine keeps of automations and their runs.
+
+Records are plain dicts. An automation: uri, owner, definition, created_ms, modified_ms,
+cursors ({triggerId: ISO instant last evaluated}), run_count, next_run_at (ISO or None). A
+run: uri, automation, owner, origin, lifecycle, sessions, primary_session (or None),
+request_id (or None). Implemented over the ORM in `automations/store.py`.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Protocol
+
+from ..principal import Principal
+
+
+class AutomationStore(Protocol):
+    async def load_automations(self) -> list[dict[str, Any]]: ...
+
+    async def load_automation(self, uri: str) -> dict[str, Any] | None: ...
+
+    async def save_automation(self, record: dict[str, Any]) -> None: ...
+
+    async def delete_automation(self, uri: str) -> None: ...
+
+    async def load_runs(self, automation: str, limit: int) -> list[dict[str, Any]]:
+        """The automation's newest `limit` runs, newest first."""
+        ...
+
+    async def load_run(self, uri: str) -> dict[str, Any] | None: ...
+
+    async def add_run(self, run: dict[str, Any]) -> dict[str, Any]:
+        """Keep a manual run; the one kept already under its request_id, where there is one."""
+        ...
+
+    async def save_run(self, run: dict[str, Any]) -> None: ...
+
+    async def fail_unfinished_runs(self, message: str) -> int:
+        """Every run kept pending or running, failed with `message`; how many."""
+        ...
+
+    async def claim_due(self, now: datetime) -> list[tuple[str, list[str]]]:
+        """Claim the scheduled runs due at `now`, each once whoever else claims; for each
+        automation that moved, (its uri, the runs claimed for it)."""
+        ...
+
+    async def owner_principal(self, ref: str) -> Principal | None:
+        """Who `user:<id>` is now (their grants), or None for someone no longer here."""
+        ...
