@@ -15,6 +15,8 @@ from drf_spectacular.views import (
     SpectacularSwaggerView,
 )
 
+from usage import api as usage_api
+
 from . import me_views, people_views, session_views, turn_views, views
 
 app_name = "api"
@@ -48,6 +50,11 @@ urlpatterns = [
         name="session-cancel",
     ),
     path("sessions/<path:uri>/", session_views.SessionView.as_view(), name="session"),
+    path("usage/", usage_api.UsageView.as_view(), name="usage"),
+    path("usage/<str:pool>/", usage_api.PoolView.as_view(), name="usage-pool"),
+    path("usage/<str:pool>/records/", usage_api.PoolRecordsView.as_view(), name="usage-records"),
+    path("policies/", usage_api.PoliciesView.as_view(), name="policies"),
+    path("policies/<str:id>/", usage_api.PolicyView.as_view(), name="policy"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
     path("redoc/", SpectacularRedocView.as_view(url_name="api:schema"), name="redoc"),

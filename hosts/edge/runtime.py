@@ -108,6 +108,9 @@ async def get_router() -> Router:
             relay=relay.LayerRelay(layer) if layer is not None else None,
         )
         _router = Router(_host)
+        from usage.meter import DjangoMeter
+
+        _host.turns.metering.meter = DjangoMeter()
         await _host.start()
         # What the engine read at start lives as long as the process: the cyclic collector
         # need not walk it again at every pass (a full listing of 10k sessions halves).

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, TypeVar
@@ -126,3 +127,10 @@ def chat_state(chat: ChatRecord, modified_ms: int) -> dict[str, Any]:
     if chat.draft is not None:
         state["draft"] = chat.draft
     return state
+
+
+def assistant_text(turn: Mapping[str, Any]) -> str:
+    """What the agent answered in a turn: its markdown parts' text."""
+    return "".join(
+        p.get("content", "") for p in turn.get("responseParts", []) if p.get("kind") == "markdown"
+    )
