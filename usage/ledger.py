@@ -212,9 +212,7 @@ def check_session(work: Work) -> str | None:
 
 def admit_turn(work: Work) -> Admission:
     """Check a turn and charge its start, in one transaction."""
-    if not checked(work):
-        return Admission()
-    return retried(lambda: _admitted(work, charge_start=True))
+    return retried(lambda: _admitted(work, charge_start=True) if checked(work) else Admission())
 
 
 def _admitted(work: Work, *, charge_start: bool) -> Admission:

@@ -19,8 +19,11 @@ async def policy_allows_session(
     (or naming the agent where no row allows it); nothing while policies are not checked."""
     caller.may("session:create")
     principal = caller.principal
-    agent = agent_for(host, provider)
-    where = access.creation_scope(principal, scope, method)
+    try:
+        agent = agent_for(host, provider)
+        where = access.creation_scope(principal, scope, method)
+    except ProtocolError:
+        return  # no such agent or scope: do_create_session says so, in its own order
     work = Work(principal.ref, where, agent, admin=principal.admin)
     refusal = await host.turns.metering.meter.check_session(work)
     if refusal is not None:
