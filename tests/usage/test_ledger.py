@@ -3,6 +3,7 @@ at once cannot both take the last of a budget (one row lock; run on PostgreSQL t
 
 from __future__ import annotations
 
+import json
 import random
 import threading
 from datetime import UTC, datetime, timedelta
@@ -88,10 +89,8 @@ def test_a_record_is_never_changed_or_deleted():
 def test_a_model_with_no_price_records_tokens_and_no_cost(tmp_path, settings):
     config = tmp_path / "agents.json"
     agent = {"provider": "local", "kind": "openai", "baseUrl": "http://x", "model": "m"}
-    config.write_text(
-        '{"agents": [%s]}'
-        % __import__("json").dumps({**agent, "prices": {"cheap-*": {"input": 2, "output": 4}}})
-    )
+    prices = {"cheap-*": {"input": 2, "output": 4}}
+    config.write_text(json.dumps({"agents": [{**agent, "prices": prices}]}))
     settings.AHPD_CONFIG = str(config)
     ledger._prices.cache_clear()
     try:
