@@ -298,3 +298,26 @@ def test_the_command_line_prints_a_pools_totals_and_the_policies(server, tokens)
     assert "olga-day" in [r["id"] for r in json.loads(rows.stdout)]
     bad = cli(server, "policy", "set", "x", '{"effect": "maybe"}')
     assert bad.returncode != 0 and "effect must be allow or deny" in bad.stderr
+
+
+async def test_a_deny_at_create_session_names_its_row_and_makes_nothing(
+    server, connect, tokens, workdir
+):
+    root = await signed_in(server, connect, tokens["root"])
+    await put_policy(
+        root, "no-max", {"scope": "user:max", "effect": "deny", "match": {"agent": ["local"]}}
+    )
+    max_ = await signed_in(server, connect, tokens["max"])
+    uri = f"ahp-session:/{uuid.uuid4()}"
+    params = {"channel": uri, "provider": "local", "workingDirectories": [workdir.as_uri()]}
+    with pytest.raises(RpcError) as refused:
+        await max_.request("createSession", params)
+    assert refused.value.code == -32009
+    assert refused.value.message == "no-max refuses agent local"
+    listed = await max_.request("listSessions", {})
+    assert uri not in [item["resource"] for item in listed["items"]]
+    await root.request("resourceDelete", {"uri": "policy://no-max"})
+    with pytest.raises(RpcError) as gone:
+        await root.request("resourceRead", {"uri": "policy://no-max"})
+    assert gone.value.code == -32008
+    await max_.request("createSession", params)
