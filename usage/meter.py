@@ -98,6 +98,9 @@ def _usage(
     reading.require_pool(principal, pool)
     if not path or path == "/":
         return _json(reading.pool_json(pool))
+    if path in ("/day", "/week", "/month"):
+        period = path[1:]
+        return _json({"pool": pool, period: reading.pool_json(pool)[period]})
     if path == "/range":
         return _json(reading.range_json(pool, arg("from"), arg("until")))
     if path == "/records":

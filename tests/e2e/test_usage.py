@@ -235,6 +235,7 @@ async def test_usage_is_read_by_pool_over_the_usage_scheme(server, connect, toke
     assert mine["day"]["tokens"] > 0
     assert mine["day"]["usd"] == mine["day"]["tokens"]  # a dollar a token
     assert mine["month"] == mine["week"] == mine["day"]
+    assert (await read(olga, pool("user:olga") + "/week"))["week"] == mine["week"]
     team = await read(olga, pool("team:alpha"))
     assert team["day"] == mine["day"]
     records = await read(olga, pool("user:olga") + "/records")
