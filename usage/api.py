@@ -7,7 +7,7 @@ from datetime import date
 from typing import Any
 
 from django.urls import reverse
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import exceptions, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -47,7 +47,7 @@ class UsageView(APIView):
 
     grants = {"GET": SIGNED_IN}
 
-    @extend_schema(responses=dict)
+    @extend_schema(operation_id="usage_list", responses=dict)
     def get(self, request: Request) -> Response:
         pools = reading.readable(_principal(request))
         return Response({"pools": [reading.pool_json(pool) for pool in pools]})
@@ -58,7 +58,7 @@ class PoolView(APIView):
 
     grants = {"GET": SIGNED_IN}
 
-    @extend_schema(responses=dict)
+    @extend_schema(operation_id="usage_pool", responses=dict)
     def get(self, request: Request, pool: str) -> Response:
         _pool(request, pool)
         since, until = request.query_params.get("from"), request.query_params.get("until")
@@ -75,7 +75,7 @@ class PoolRecordsView(APIView):
 
     grants = {"GET": SIGNED_IN}
 
-    @extend_schema(responses=dict)
+    @extend_schema(operation_id="usage_records", responses=dict)
     def get(self, request: Request, pool: str) -> Response:
         _pool(request, pool)
         rows = reading.records_of(pool)
@@ -96,11 +96,11 @@ class PoliciesView(APIView):
 
     grants = {"GET": "policy:read", "POST": "policy:write"}
 
-    @extend_schema(responses=dict)
+    @extend_schema(operation_id="policies_list", responses=dict)
     def get(self, request: Request) -> Response:
         return Response(policy_rows.all_rows())
 
-    @extend_schema(request=dict, responses=dict)
+    @extend_schema(operation_id="policies_create", request=dict, responses=dict)
     def post(self, request: Request) -> Response:
         body: Any = request.data
         if not isinstance(body, dict) or not isinstance(body.get("id"), str):
@@ -119,14 +119,14 @@ class PolicyView(APIView):
 
     grants = {"GET": "policy:read", "PATCH": "policy:write", "DELETE": "policy:write"}
 
-    @extend_schema(responses=dict)
+    @extend_schema(operation_id="policy_read", responses=dict)
     def get(self, request: Request, id: str) -> Response:
         try:
             return Response(policy_rows.one_row(id))
         except policy_rows.NoSuchPolicy as exc:
             raise exceptions.NotFound(str(exc)) from None
 
-    @extend_schema(request=dict, responses=dict)
+    @extend_schema(operation_id="policy_update", request=dict, responses=dict)
     def patch(self, request: Request, id: str) -> Response:
         try:
             policy_rows.one_row(id)
@@ -136,6 +136,9 @@ class PolicyView(APIView):
         except PolicyError as exc:
             raise _bad(exc) from None
 
+    @extend_schema(
+        operation_id="policy_delete", responses={204: OpenApiResponse(description="removed")}
+    )
     def delete(self, request: Request, id: str) -> Response:
         try:
             policy_rows.delete_row(id)

@@ -27,12 +27,12 @@ def register(nouns: Any) -> None:
     policy = noun(nouns, "policy", "policies: who may use which agent and model, and how much")
     verb(policy, "list", "every policy row, in the order kept", policy_list)
     show = verb(policy, "show", "one row", policy_show)
-    show.add_argument("id")
+    show.add_argument("id", help="the row's id")
     put = verb(policy, "set", "make a row, or merge JSON fields over the one there", policy_set)
-    put.add_argument("id")
+    put.add_argument("id", help="the row's id (its address, policy://<id>)")
     put.add_argument("row", help='the row as JSON: {"scope": "all", "effect": "allow", ...}')
     rm = verb(policy, "rm", "take a row away", policy_rm)
-    rm.add_argument("id")
+    rm.add_argument("id", help="the row's id")
 
 
 def _line(pool: dict[str, Any]) -> str:
