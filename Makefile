@@ -36,3 +36,4 @@ bench: install
 	$(PY) bench/turn.py
 	$(PY) bench/catalogue.py
 	$(PY) bench/frame_cache.py
+	$(PY) bench/usage.py

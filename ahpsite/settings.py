@@ -17,6 +17,7 @@ import dj_database_url
 
 from hosts.edge.origins import parse_allowed as parse_allowed_origins
 from hosts.engine import root_config
+from usage.periods import zone_known
 
 from .env import (
     EnvError,
@@ -99,6 +100,24 @@ AHPD_SLEEP_AFTER_MINUTES = env_float("AHPD_SLEEP_AFTER_MINUTES", 30.0)
 AHPD_SESSION_RESIDENCY_LIMIT = env_int("AHPD_SESSION_RESIDENCY_LIMIT", 10, minimum=0)
 #: How many agents one person's sessions may have at work at once; 0 sets no cap.
 AHPD_AGENTS_PER_PERSON = env_int("AHPD_AGENTS_PER_PERSON", 10, minimum=0)
+
+# -- usage and policies (usage/) ---------------------------------------------------------------
+#: turn: one usage record as a turn ends; report: one per usage report, so a running turn is
+#: billed (and stopped at its budget) while it spends.
+AHPD_USAGE_PER = env_choice("AHPD_USAGE_PER", "TURN", ("TURN", "REPORT")).lower()
+#: The IANA zone days start in and weeks start on (Monday 00:00); empty: the system's own.
+AHPD_USAGE_TIMEZONE = env_str("AHPD_USAGE_TIMEZONE", "") or ""
+if AHPD_USAGE_TIMEZONE and not zone_known(AHPD_USAGE_TIMEZONE):
+    raise EnvError(f"AHPD_USAGE_TIMEZONE names no zone this host knows: {AHPD_USAGE_TIMEZONE!r}")
+#: Whether the policy rows are enforced at createSession and at every turn start.
+AHPD_POLICIES_CHECK = env_bool("AHPD_POLICIES_CHECK", False)
+#: Which row of one scope pays first: the one ending soonest, the regular (no until) ones, or
+#: the extra (with an until) ones, newest first.
+AHPD_POLICIES_PAY_ORDER = env_choice(
+    "AHPD_POLICIES_PAY_ORDER", "ENDING", ("ENDING", "REGULAR", "EXTRA")
+).lower()
+#: Whether a person reads the limits that apply to them (usage://limits).
+AHPD_POLICIES_OWN_LIMITS = env_bool("AHPD_POLICIES_OWN_LIMITS", True)
 
 # The folders this host serves over the resource methods, and where sessions may work: the
 # first is where a session goes when it names none (initialize's defaultDirectory).

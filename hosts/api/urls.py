@@ -16,6 +16,7 @@ from drf_spectacular.views import (
 )
 
 from automations import api as automations_api
+from usage import api as usage_api
 
 from . import me_views, people_views, session_views, turn_views, views
 
@@ -54,6 +55,11 @@ urlpatterns = [
     path("automations/<str:id>/", automations_api.AutomationView.as_view(), name="automation"),
     path("automations/<str:id>/run/", automations_api.RunNowView.as_view(), name="automation-run"),
     path("automations/<str:id>/runs/", automations_api.RunsView.as_view(), name="automation-runs"),
+    path("usage/", usage_api.UsageView.as_view(), name="usage"),
+    path("usage/<str:pool>/", usage_api.PoolView.as_view(), name="usage-pool"),
+    path("usage/<str:pool>/records/", usage_api.PoolRecordsView.as_view(), name="usage-records"),
+    path("policies/", usage_api.PoliciesView.as_view(), name="policies"),
+    path("policies/<str:id>/", usage_api.PolicyView.as_view(), name="policy"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
     path("redoc/", SpectacularRedocView.as_view(url_name="api:schema"), name="redoc"),

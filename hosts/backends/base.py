@@ -40,6 +40,9 @@ class AgentConfig:
     model: str = ""
     api_key: str = ""
     models: tuple[str, ...] = ()
+    #: US dollars per million tokens, by model (a `*` glob): {"input", "output", "cacheRead",
+    #: "cacheWrite"}. What a turn's usage is charged when the agent reports no cost.
+    prices: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,9 +217,17 @@ class TurnEvents(Protocol):
         watch), replacing what it showed before."""
 
     def usage(
-        self, *, input_tokens: int | None, output_tokens: int | None, model: str | None
+        self,
+        *,
+        input_tokens: int | None,
+        output_tokens: int | None,
+        model: str | None,
+        cache_read_tokens: int | None = None,
+        cache_write_tokens: int | None = None,
+        cost_usd: float | None = None,
     ) -> None:
-        """Tokens the turn spent."""
+        """What the turn has spent so far (running totals): tokens, and the cost in US
+        dollars where the agent reports one."""
 
 
 class AgentChat(Protocol):

@@ -64,6 +64,7 @@ def parse_agents(data: Any, source: str = "AHPD_CONFIG") -> list[AgentConfig]:
         timeout = entry.get("promptTimeoutSeconds", 600)
         if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
             raise ConfigError(f"{where}: promptTimeoutSeconds must be a positive number")
+        prices = _prices(entry.get("prices", {}), where)
         config = AgentConfig(
             provider=provider,
             kind=kind,
@@ -79,9 +80,30 @@ def parse_agents(data: Any, source: str = "AHPD_CONFIG") -> list[AgentConfig]:
             model=_str(entry, where, "model", required=kind == "openai"),
             api_key=_str(entry, where, "apiKey"),
             models=tuple(models),
+            prices=prices,
         )
         configs.append(config)
     return configs
+
+
+PRICE_KEYS = ("input", "output", "cacheRead", "cacheWrite")
+
+
+def _prices(value: Any, where: str) -> dict[str, dict[str, float]]:
+    """{model glob: {input, output, cacheRead, cacheWrite}}, US dollars per million tokens."""
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}: prices must be an object of models")
+    out: dict[str, dict[str, float]] = {}
+    for model, price in value.items():
+        if not isinstance(price, dict):
+            raise ConfigError(f"{where}: prices.{model} must be an object")
+        for key, amount in price.items():
+            if key not in PRICE_KEYS:
+                raise ConfigError(f"{where}: prices.{model}.{key} is not one of {PRICE_KEYS}")
+            if isinstance(amount, bool) or not isinstance(amount, int | float) or amount < 0:
+                raise ConfigError(f"{where}: prices.{model}.{key} must be a number, 0 or more")
+        out[model] = {key: float(amount) for key, amount in price.items()}
+    return out
 
 
 def load_agents(path: Path) -> list[AgentConfig]:

@@ -109,6 +109,9 @@ async def get_router() -> Router:
             relay=relay.LayerRelay(layer) if layer is not None else None,
         )
         _router = Router(_host)
+        from usage.meter import DjangoMeter
+
+        _host.turns.metering.meter = DjangoMeter()
         await _host.start()
         await _start_automations(_host)
         # What the engine read at start lives as long as the process: the cyclic collector

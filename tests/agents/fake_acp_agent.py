@@ -238,6 +238,16 @@ class FakeAgent:
                 reply += "tick "
                 await asyncio.sleep(0.05)
             stop = "cancelled"
+        elif verb == "spend":
+            # A usage report every 50 ms, 100 tokens more each, until stopped (a budget's end).
+            reply = ""
+            for step in range(1, 600):
+                if cancelled.is_set():
+                    break
+                used = UsageUpdate(session_update="usage_update", used=100 * step, size=100_000)
+                await self._send(session_id, used)
+                await asyncio.sleep(0.05)
+            stop = "cancelled"
         elif verb == "hang":
             await asyncio.sleep(3600)
             reply = ""

@@ -107,7 +107,14 @@ class RecordingEvents:
         )
 
     def usage(
-        self, *, input_tokens: int | None, output_tokens: int | None, model: str | None
+        self,
+        *,
+        input_tokens: int | None,
+        output_tokens: int | None,
+        model: str | None,
+        cache_read_tokens: int | None = None,
+        cache_write_tokens: int | None = None,
+        cost_usd: float | None = None,
     ) -> None:
         self.log.append(
             (

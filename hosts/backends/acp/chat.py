@@ -168,6 +168,8 @@ class AcpChat(AcpSession):
                 input_tokens=response.usage.input_tokens,
                 output_tokens=response.usage.output_tokens,
                 model=self._model,
+                cache_read_tokens=response.usage.cached_read_tokens,
+                cache_write_tokens=response.usage.cached_write_tokens,
             )
         return ending(response.stop_reason, cancelled=turn.cancelled.is_set(), name=self._name)
 

@@ -1,5 +1,6 @@
 """The resource family a client asks of this host: the `file:` URIs of the served folders,
-and the before side of a changeset's files (`ahpd-git:`, read from git inside the fence).
+and the before side of a changeset's files (`ahpd-git:`, read from git inside the fence),
+and the `usage:` and `policy:` URIs the meter serves (hosts/engine/meter.py).
 
 Each command checks its params, finds the path inside the fence (resources/served.py, -32009
 `Permission denied: <uri>` outside it), and runs the file work off the event loop every client
@@ -24,7 +25,7 @@ from ...protocol.validation import (
     optional_str,
     required_str,
 )
-from .. import asks
+from .. import asks, meter
 from ..changesets import files as changeset_files
 from ..connection import Connection
 from ..host import Host
@@ -52,6 +53,22 @@ def or_the_clients(method: str, handler: Handler) -> Handler:
         said = asks.as_the_client_knows(params, named[0], method)
         answer: dict[str, Any] = await host.asks.ask(conn.principal, uri, method, said)
         return answer
+
+    handle.__name__ = handle.__qualname__ = handler.__name__
+    return handle
+
+
+def or_the_meters(method: str, handler: Handler, grant: str) -> Handler:
+    """`handler`, `grant` held, for files; a `usage:` or `policy:` URI is the meter's, which
+    says itself who may read or write it (a person reads their own usage with no grant)."""
+
+    async def handle(host: Host, conn: Connection, params: dict[str, Any]) -> dict[str, Any]:
+        uri = params.get("uri")
+        if isinstance(uri, str) and uri.partition(":")[0] in meter.SCHEMES:
+            principal = await host.gate.principal_now(conn)
+            return await host.turns.metering.meter.resource(principal, method, uri, params)
+        await host.gate.require(conn, grant)
+        return await handler(host, conn, params)
 
     handle.__name__ = handle.__qualname__ = handler.__name__
     return handle
@@ -189,14 +206,28 @@ def _not_a_root(host: Host, uri: str, method: str) -> Path:
 
 #: The resource family this host serves, with what each needs; a client's own files (of the
 #: methods asks.py forwards) are asked of that client.
-SERVED: dict[str, tuple[Handler, str]] = {
-    "resourceRead": (or_the_clients("resourceRead", resource_read), "file:get"),
-    "resourceList": (or_the_clients("resourceList", resource_list), "file:list"),
+SERVED: dict[str, tuple[Handler, str | None]] = {
+    "resourceRead": (
+        or_the_meters("resourceRead", or_the_clients("resourceRead", resource_read), "file:get"),
+        None,
+    ),
+    "resourceList": (
+        or_the_meters("resourceList", or_the_clients("resourceList", resource_list), "file:list"),
+        None,
+    ),
     "resourceResolve": (or_the_clients("resourceResolve", resource_resolve), "file:resolve"),
     "resourceRequest": (or_the_clients("resourceRequest", resource_request), "file:resolve"),
-    "resourceWrite": (or_the_clients("resourceWrite", resource_write), "file:put"),
+    "resourceWrite": (
+        or_the_meters("resourceWrite", or_the_clients("resourceWrite", resource_write), "file:put"),
+        None,
+    ),
     "resourceMkdir": (or_the_clients("resourceMkdir", resource_mkdir), "file:mkdir"),
-    "resourceDelete": (or_the_clients("resourceDelete", resource_delete), "file:delete"),
+    "resourceDelete": (
+        or_the_meters(
+            "resourceDelete", or_the_clients("resourceDelete", resource_delete), "file:delete"
+        ),
+        None,
+    ),
     "resourceCopy": (or_the_clients("resourceCopy", resource_copy), "file:copy"),
     "resourceMove": (or_the_clients("resourceMove", resource_move), "file:move"),
     "createResourceWatch": (create_resource_watch, "file:watch"),

@@ -8,7 +8,8 @@ from ...protocol.errors import invalid_params
 from ...protocol.validation import positive_int, required_str
 from ..connection import Connection
 from ..host import Host
-from ..services import do_create_session, do_dispose_session
+from ..services import do_dispose_session
+from ..services.policies import do_create_checked_session
 from ..services.sessions import agent_for, config_values
 from ..sessions.catalogue import BadCursor, decode_cursor, encode_cursor
 from .common import caller_of, on_channel
@@ -16,7 +17,7 @@ from .common import caller_of, on_channel
 
 async def create_session(host: Host, conn: Connection, params: dict[str, Any]) -> None:
     uri = required_str(params, "createSession", "channel")
-    do_create_session(
+    await do_create_checked_session(
         host,
         caller_of(conn),
         uri=uri,

@@ -20,7 +20,8 @@ from .automations import (
     do_update_automation,
 )
 from .caller import Caller
-from .sessions import Created, do_create_session, do_dispose_session
+from .policies import do_create_checked_session
+from .sessions import Created, do_dispose_session
 from .turns import do_cancel_session, do_send_to_session
 
 
@@ -32,7 +33,7 @@ class Service:
 
 
 SERVICES: dict[str, Service] = {
-    "create_session": Service(do_create_session, None),
+    "create_session": Service(do_create_checked_session, None),
     "dispose_session": Service(do_dispose_session, "uri"),
     "send_message": Service(do_send_to_session, "uri"),
     "cancel_session": Service(do_cancel_session, "uri"),

@@ -186,3 +186,11 @@ async def close_chat(chat: LiveChat, *, cancel: bool) -> None:
             log.exception("closing the backend of %s failed", chat.record.uri)
     if chat.task is not None and cancel:
         chat.task.cancel()
+
+
+async def cancel_backend(chat: str, agent_chat: AgentChat) -> None:
+    """Tell a chat's backend its turn is stopped; a backend that fails at it is logged."""
+    try:
+        await agent_chat.cancel()
+    except Exception:
+        log.exception("cancelling the backend of %s failed", chat)

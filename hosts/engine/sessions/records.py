@@ -108,14 +108,6 @@ def file_path(uri: str) -> Path:
     return Path(unquote(parts.path)) if parts.scheme == "file" else Path(uri)
 
 
-def sender_of(action: Mapping[str, Any]) -> str | None:
-    """Who sent a turn, as its start (or its message) names them."""
-    for meta in (action.get("_meta"), (action.get("message") or {}).get("_meta")):
-        if isinstance(meta, dict) and isinstance(meta.get("ahpd.sender"), str):
-            return str(meta["ahpd.sender"])
-    return None
-
-
 def opaque_chat_uri() -> str:
     return f"ahp-chat:/{uuid.uuid4()}"
 
@@ -141,3 +133,10 @@ def chat_state(chat: ChatRecord, modified_ms: int) -> dict[str, Any]:
     if chat.draft is not None:
         state["draft"] = chat.draft
     return state
+
+
+def assistant_text(turn: Mapping[str, Any]) -> str:
+    """What the agent answered in a turn: its markdown parts' text."""
+    return "".join(
+        p.get("content", "") for p in turn.get("responseParts", []) if p.get("kind") == "markdown"
+    )

@@ -65,6 +65,8 @@ class TurnRunner:
         self._questions: dict[str, tuple[asyncio.Future[PermissionAnswer], list[str]]] = {}
         #: Called after each action said (the turn's progress is kept, written behind).
         self.on_said: Callable[[], None] | None = None
+        #: Called with each usage report's figures (sessions/metered.py writes them down).
+        self.on_usage: Callable[[dict[str, Any]], None] | None = None
 
     # -- saying actions -------------------------------------------------------------------
 
@@ -290,7 +292,14 @@ class TurnRunner:
         )
 
     def usage(
-        self, *, input_tokens: int | None, output_tokens: int | None, model: str | None
+        self,
+        *,
+        input_tokens: int | None,
+        output_tokens: int | None,
+        model: str | None,
+        cache_read_tokens: int | None = None,
+        cache_write_tokens: int | None = None,
+        cost_usd: float | None = None,
     ) -> None:
         usage = {
             key: value
@@ -303,6 +312,17 @@ class TurnRunner:
         }
         if usage:
             self._say({"type": "chat/usage", "turnId": self.turn_id, "usage": usage})
+        if self.on_usage is not None and not self.ended:
+            self.on_usage(
+                {
+                    "input_tokens": input_tokens,
+                    "output_tokens": output_tokens,
+                    "cache_read_tokens": cache_read_tokens,
+                    "cache_write_tokens": cache_write_tokens,
+                    "cost_usd": cost_usd,
+                    "model": model,
+                }
+            )
 
     # -- the ending -----------------------------------------------------------------------
 
@@ -361,3 +381,11 @@ class TurnRunner:
         for future, _ in list(self._questions.values()):
             if not future.done():
                 future.set_result(PermissionAnswer(False))
+
+
+def sender_of(action: Mapping[str, Any]) -> str | None:
+    """Who sent a turn, as its start (or its message) names them."""
+    for meta in (action.get("_meta"), (action.get("message") or {}).get("_meta")):
+        if isinstance(meta, dict) and isinstance(meta.get("ahpd.sender"), str):
+            return str(meta["ahpd.sender"])
+    return None

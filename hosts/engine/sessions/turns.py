@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +21,13 @@ from ...protocol.shapes import Origin
 from ..clock import iso, now_ms
 from .agent_terminals import AgentTerminals
 from .attachments import Attachments, turn_request
-from .live import INTERRUPTED, LiveChat
+from .live import INTERRUPTED, LiveChat, cancel_backend
 from .local_commands import LocalCommands, command_of
+from .metered import Metering
 from .pending import PendingMessages
-from .records import file_path, sender_of
+from .records import assistant_text, file_path
 from .residency import Residency
-from .runner import TurnRunner
+from .runner import TurnRunner, sender_of
 from .table import Sessions
 from .tally import TurnTally
 from .turn_hooks import TurnHooks
@@ -58,7 +58,10 @@ class Turns(PendingMessages):
         self.tally = TurnTally()
         #: Set once the host is on its way out: a turn said from then on ends unrun.
         self.closing = False
-        self.hooks = TurnHooks()
+        self.hooks = TurnHooks()  # what keeps a changeset's trees (turn_hooks.py)
+        #: Each turn's policy check and usage (its meter set where there is a database).
+        self.metering = Metering()
+        self.metering.on_spent = self._over_budget
 
     # -- beginning ------------------------------------------------------------------------
 
@@ -193,6 +196,10 @@ class Turns(PendingMessages):
             if self.closing:
                 runner.end("error", INTERRUPTED, "executionInterrupted")
                 return
+            if local is None and (refusal := await self.metering.admit(chat, runner, request)):
+                # Refused by a policy: said as the turn's error, and the agent never asked.
+                await self._end(chat, runner, "error", refusal)
+                return
             await self.hooks.starting(chat, request.turn_id)
             try:
                 agent_chat = local or await self._agent_chat(chat)
@@ -205,6 +212,7 @@ class Turns(PendingMessages):
                 return
             await self._sessions.announce(chat.session)
             end = await agent_chat.run_turn(await self.attachments.found(request), runner)
+            await self.metering.settle(chat, runner)
             completed = end.state == "complete" and not runner.ended
             await self._end(chat, runner, end.state, end.message)
         except BackendError as exc:
@@ -216,6 +224,7 @@ class Turns(PendingMessages):
             log.exception("turn %s of %s failed", request.turn_id, chat.record.uri)
             await self._end(chat, runner, "error", f"The agent failed: {exc}")
         finally:
+            self.metering.settle_later(chat, runner)
             self.local.done(chat, local)
             self.hooks.ended(chat, request.turn_id)
             self._finish(chat, runner, take_queued=completed)
@@ -230,7 +239,7 @@ class Turns(PendingMessages):
                 raise BackendError(f"No agent is configured for provider {record.provider!r}")
             await self._residency.make_room(chat)
             history = [
-                {"user": t["message"].get("text", ""), "assistant": _assistant_text(t)}
+                {"user": t["message"].get("text", ""), "assistant": assistant_text(t)}
                 for t in chat.record.turns
                 # A ! command's turn was this host's, never the model's.
                 if t.get("state") == "complete" and command_of(t["message"].get("text", "")) is None
@@ -338,9 +347,16 @@ class Turns(PendingMessages):
         self._sessions.update_active_count()
         agent_chat = chat.agent_chat
         if agent_chat is not None:
-            asyncio.get_running_loop().create_task(_cancel(chat.record.uri, agent_chat))
+            asyncio.get_running_loop().create_task(cancel_backend(chat.record.uri, agent_chat))
         self.local.stop(chat)
         return runner.turn_id
+
+    def _over_budget(self, chat: LiveChat, runner: TurnRunner, refusal: str) -> None:
+        """A running turn's usage left a paying row with no room: it ends now, in an error
+        naming the row, and its backend is stopped."""
+        runner.end("error", refusal)
+        if chat.agent_chat is not None:
+            asyncio.get_running_loop().create_task(cancel_backend(chat.record.uri, chat.agent_chat))
 
     async def stop_kept(self, chat: LiveChat) -> str | None:
         """`stop`, the stop committed before it is said; the stopped turn's id, or None."""
@@ -376,18 +392,5 @@ class Turns(PendingMessages):
             asyncio.get_running_loop().create_task(agent_chat.close())
 
 
-async def _cancel(chat: str, agent_chat: AgentChat) -> None:
-    try:
-        await agent_chat.cancel()
-    except Exception:
-        log.exception("cancelling the backend of %s failed", chat)
-
-
 def _cancelled(runner: TurnRunner) -> dict[str, Any]:
     return {"type": "chat/turnCancelled", "turnId": runner.turn_id, "duration": runner.duration()}
-
-
-def _assistant_text(turn: Mapping[str, Any]) -> str:
-    return "".join(
-        p.get("content", "") for p in turn.get("responseParts", []) if p.get("kind") == "markdown"
-    )

@@ -9,6 +9,8 @@
     ahpd role list
     ahpd status                          the running server's own facts
     ahpd sessions [--running] [--cancel <uri>]
+    ahpd usage [<pool>]                  the pools charged, or one's day, week and month
+    ahpd policy list | show <id> | set <id> <json> | rm <id>
 
 `--json` anywhere on the line prints JSON a script can rely on; `-h` after any noun or verb
 says what it takes. The commands read the server's own settings (the environment, else the
@@ -29,6 +31,7 @@ from hosts.management.ahpd import live, people, teams, tokens
 from hosts.management.ahpd.checks import database_ready
 from hosts.management.ahpd.verbs import JSON_HELP, Shown, rows
 from hosts.store import ensure_builtin_roles
+from usage import cli as usage_cli
 
 
 class Command(BaseCommand):
@@ -44,6 +47,7 @@ class Command(BaseCommand):
         tokens.register(nouns, user)  # `user token` mints one, among the user noun's verbs
         teams.register(nouns)
         live.register(nouns)
+        usage_cli.register(nouns)
 
     def execute(self, *args: Any, **options: Any) -> Any:
         try:

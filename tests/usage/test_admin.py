@@ -1,0 +1,64 @@
+"""The usage admin: records filtered, a pool's chart drawn, policy rows checked on save."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+from django.urls import reverse
+
+from hosts.engine.meter import Use, Work
+from usage import ledger
+from usage.models import Policy
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def boss(client: Client) -> Client:
+    user = get_user_model().objects.create(username="boss", is_staff=True, is_superuser=True)
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def records() -> None:
+    for person, agent in (("user:a", "local"), ("user:b", "claude"), ("user:a", "claude")):
+        use = Use(Work(person, "", agent, "m1"), "s", "c", "t", 10, 5, cost_usd=0.25)
+        ledger.write_record(use)
+
+
+def test_the_records_are_filtered_by_person_and_agent(boss: Client, records: None):
+    url = reverse("admin:usage_usagerecord_changelist")
+    page = boss.get(url, {"user_pool": "user:a", "agent": "claude"})
+    assert page.status_code == 200
+    assert page.context["cl"].result_count == 1
+    assert boss.get(url, {"model": "m1"}).context["cl"].result_count == 3
+    assert boss.get(reverse("admin:usage_usagerecord_add")).status_code == 403
+
+
+def test_a_pools_days_come_with_a_chart_of_the_last_30(boss: Client, records: None):
+    page = boss.get(reverse("admin:usage_usageday_changelist"), {"pool__exact": "user:a"})
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "<svg" in html and "user:a: dollars a day" in html
+    assert html.count("<rect") == 30
+    assert "$0.5000" in html  # today: two records of a quarter
+
+
+def test_a_policy_row_is_checked_as_the_scheme_checks_it(boss: Client):
+    url = reverse("admin:usage_policy_add")
+    row = {
+        "id": "p1",
+        "scope": "planet:x",
+        "kind": "agent",
+        "effect": "allow",
+        "match": "{}",
+        "limits": "[]",
+        "pool": "",
+    }
+    page = boss.post(url, row)
+    assert page.status_code == 200 and "scope must be all" in page.content.decode()
+    page = boss.post(url, {**row, "scope": "all", "match": '{"agent": "local"}'})
+    assert page.status_code == 302
+    assert Policy.objects.get(pk="p1").match == {"agent": ["local"]}

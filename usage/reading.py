@@ -1,0 +1,222 @@
+"""Reading usage: the pools a person may read and their totals, from the daily rollup.
+
+Shared by the `usage:` scheme, the REST API and `manage.py ahpd usage`, so all three say the
+same figures and refuse the same readers. A person reads their own pools (`user:<id>`, their
+teams' and their projects') with no grant; every other pool needs `usage:read`.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from decimal import Decimal
+from typing import Any
+
+from django.conf import settings
+from django.db.models import Q, QuerySet, Sum
+from django.utils import timezone
+
+from hosts.engine.principal import Principal
+from hosts.models import Project
+
+from .models import UsageDay, UsageRecord
+from .periods import Periods, zone_of
+
+FIGURES = ("records", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+GROUPS = {"user": "user:", "team": "team:", "project": "project:"}
+RECORDS_AT_MOST = 200
+
+
+class Refused(Exception):
+    """The reader may not read this (a 403, a -32009)."""
+
+
+class BadQuery(ValueError):
+    """A pool, a date or a grouping that is not one (a 400, a -32602)."""
+
+
+def may_read_all(principal: Principal) -> bool:
+    return principal.may("usage:read")
+
+
+def own_pools(principal: Principal) -> list[str]:
+    """The pools a person reads with no grant: their own, their teams', their projects'."""
+    pools = [principal.ref]
+    teams = [s.removeprefix("team:") for s in principal.scoped if s.startswith("team:")]
+    pools += [f"team:{t}" for t in teams]
+    slugs = [s.removeprefix("project:") for s in principal.scoped if s.startswith("project:")]
+    for slug, team in Project.objects.filter(slug__in=slugs).values_list("slug", "team__slug"):
+        pools.append(f"project:{team}:{slug}")
+    return pools
+
+
+def readable(principal: Principal) -> list[str]:
+    """Every pool charged so far that the reader may read (their own ones even if not)."""
+    if may_read_all(principal):
+        return list(UsageDay.objects.order_by("pool").values_list("pool", flat=True).distinct())
+    return own_pools(principal)
+
+
+def require_pool(principal: Principal, pool: str) -> None:
+    check_pool(pool)
+    if not may_read_all(principal) and pool not in own_pools(principal):
+        raise Refused(f"{principal.ref} may not usage:read here ({pool} is not theirs)")
+
+
+def check_pool(pool: str) -> str:
+    kind, _, rest = pool.partition(":")
+    parts = rest.split(":")
+    ok = (kind in ("user", "team", "root") and len(parts) == 1 and parts[0]) or (
+        kind == "project" and len(parts) == 2 and all(parts)
+    )
+    if not ok:
+        raise BadQuery(f"not a pool: {pool!r} (user:<id>, team:<t> or project:<t>:<p>)")
+    return pool
+
+
+def day_of(value: str | None, default: date, name: str) -> date:
+    if not value:
+        return default
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        raise BadQuery(f"{name} must be a day, YYYY-MM-DD, not {value!r}") from None
+
+
+def periods() -> Periods:
+    return Periods.at(timezone.now(), zone_of(settings.AHPD_USAGE_TIMEZONE))
+
+
+def total_json(sums: dict[str, Any]) -> dict[str, Any]:
+    figures = {key: int(sums.get(key) or 0) for key in FIGURES}
+    tokens = sum(figures[k] for k in FIGURES if k != "records")
+    cost = sums.get("cost_usd") or Decimal(0)
+    return {
+        "records": figures["records"],
+        "inputTokens": figures["input_tokens"],
+        "outputTokens": figures["output_tokens"],
+        "cacheReadTokens": figures["cache_read_tokens"],
+        "cacheWriteTokens": figures["cache_write_tokens"],
+        "tokens": tokens,
+        "usd": float(cost),
+        "unpriced": int(sums.get("unpriced") or 0),
+    }
+
+
+def _sums(days: QuerySet[UsageDay]) -> dict[str, Any]:
+    return days.aggregate(**{key: Sum(key) for key in (*FIGURES, "cost_usd", "unpriced")})
+
+
+def total(pool: str, first: date, last: date) -> dict[str, Any]:
+    """A pool's totals over days `first` to `last`, both whole, from the rollup."""
+    return total_json(_sums(UsageDay.objects.filter(pool=pool, day__gte=first, day__lte=last)))
+
+
+def pool_json(pool: str) -> dict[str, Any]:
+    """`{pool, kind, name, day, week, month}`: today, this week and this month so far."""
+    now = periods()
+    kind, _, name = pool.partition(":")
+    return {
+        "pool": pool,
+        "kind": kind,
+        "name": name,
+        "day": total(pool, now.today, now.today),
+        "week": total(pool, now.week, now.today),
+        "month": total(pool, now.month, now.today),
+    }
+
+
+def range_json(pool: str, since: str | None, until: str | None) -> dict[str, Any]:
+    now = periods()
+    first = day_of(since, now.month, "from")
+    last = day_of(until, now.today, "until")
+    return {
+        "pool": pool,
+        "from": first.isoformat(),
+        "until": last.isoformat(),
+        **total(pool, first, last),
+    }
+
+
+def daily(pool: str, first: date, last: date) -> list[dict[str, Any]]:
+    """Each day of the range that has usage, oldest first (the admin's chart)."""
+    rows = UsageDay.objects.filter(pool=pool, day__gte=first, day__lte=last).order_by("day")
+    return [
+        {
+            "day": r.day.isoformat(),
+            "usd": float(r.cost_usd),
+            "tokens": r.input_tokens + r.output_tokens + r.cache_read_tokens + r.cache_write_tokens,
+            "records": r.records,
+        }
+        for r in rows
+    ]
+
+
+def records_of(pool: str) -> QuerySet[UsageRecord]:
+    return UsageRecord.objects.filter(
+        Q(user_pool=pool) | Q(team_pool=pool) | Q(project_pool=pool)
+    ).order_by("-at", "-pk")
+
+
+def record_json(record: UsageRecord) -> dict[str, Any]:
+    return {
+        "at": record.at.isoformat().replace("+00:00", "Z"),
+        "day": record.day.isoformat(),
+        "pools": record.pools(),
+        "session": record.session,
+        "chat": record.chat,
+        "turn": record.turn,
+        "agent": record.agent,
+        "model": record.model or None,
+        "inputTokens": record.input_tokens,
+        "outputTokens": record.output_tokens,
+        "cacheReadTokens": record.cache_read_tokens,
+        "cacheWriteTokens": record.cache_write_tokens,
+        "tokens": record.tokens,
+        "cost": None
+        if record.cost_usd is None
+        else {"usd": float(record.cost_usd), "from": record.cost_from},
+        "durationMs": record.duration_ms,
+        "payers": record.payers,
+    }
+
+
+def records_json(pool: str, since: str | None, until: str | None) -> dict[str, Any]:
+    """The newest records charged to the pool, at most 200, in the days asked (whole)."""
+    rows = records_of(pool)
+    if since:
+        rows = rows.filter(day__gte=day_of(since, date.min, "from"))
+    if until:
+        rows = rows.filter(day__lte=day_of(until, date.max, "until"))
+    return {"pool": pool, "records": [record_json(r) for r in rows[:RECORDS_AT_MOST]]}
+
+
+def groups_json(
+    principal: Principal, by: str | None, since: str | None, until: str | None
+) -> dict[str, Any]:
+    """The totals of every pool of a kind (user, team, project) over the days asked: every
+    pool with `usage:read`, a person's own otherwise."""
+    by = by or "user"
+    if by not in GROUPS:
+        raise BadQuery(f"by must be one of {', '.join(GROUPS)}, not {by!r}")
+    now = periods()
+    first = day_of(since, now.month, "from")
+    last = day_of(until, now.today, "until")
+    days = UsageDay.objects.filter(day__gte=first, day__lte=last, pool__startswith=GROUPS[by])
+    if not may_read_all(principal):
+        days = days.filter(pool__in=own_pools(principal))
+    sums = (
+        days.values("pool")
+        .order_by("pool")
+        .annotate(**{key: Sum(key) for key in (*FIGURES, "cost_usd", "unpriced")})
+    )
+    return {
+        "by": by,
+        "from": first.isoformat(),
+        "until": last.isoformat(),
+        "groups": [{"pool": row["pool"], **total_json(row)} for row in sums],
+    }
+
+
+def readable_by_operator() -> list[str]:
+    """Every pool charged so far (the command line is the operator's)."""
+    return list(UsageDay.objects.order_by("pool").values_list("pool", flat=True).distinct())
