@@ -360,3 +360,47 @@ async def test_removing_twice_is_the_idempotent_no_op(server, connect, workdir):
     assert "rejectionReason" not in await client.dispatch_and_wait(CATALOGUE, remove)
     assert all(e["resource"] != uri for e in client.tracked[CATALOGUE][0]["entries"])
     await client.assert_conforms(CATALOGUE)
+
+
+async def test_a_disposed_session_is_unlinked_from_its_run(server, connect, workdir):
+    client = await watching(server, connect)
+    uri = await created(client, workdir, "ping")
+    params = {"channel": CATALOGUE, "automation": uri, "requestId": str(uuid.uuid4())}
+    run = (await client.request("runAutomation", params))["resource"]
+    state = await run_ended(client, run)
+    session = state["primarySession"]
+    await client.request("disposeSession", {"channel": session})
+    await client.wait_for(lambda: client.tracked[run][0]["sessions"] == [])
+    assert "primarySession" not in client.tracked[run][0]
+    said = [e["action"]["type"] for e in client.actions if e["channel"] == run]
+    assert said[-2:] == ["automationRun/sessionRemoved", "automationRun/primarySessionChanged"]
+    await client.assert_conforms(run)
+    await client.assert_conforms(CATALOGUE)
+
+
+async def test_switching_back_on_starts_a_fresh_allowance(server, connect, workdir):
+    client = await watching(server, connect)
+    trigger = {
+        "id": "t",
+        "kind": "schedule",
+        "schedule": {"expression": "0 9 * * *", "timeZone": "Asia/Tokyo"},
+    }
+    uri = await created(
+        client,
+        workdir,
+        enabled=False,
+        triggers=[trigger],
+        disableConditions=[{"kind": "afterRuns", "max": 2}],
+    )
+    assert "nextRunAt" not in entry(client, uri)
+    on = {"type": "automation/updateRequested", "resource": uri, "changes": {"enabled": True}}
+    assert "rejectionReason" not in await client.dispatch_and_wait(CATALOGUE, on)
+    assert entry(client, uri)["runCount"] == 0
+    assert entry(client, uri)["nextRunAt"].endswith(":00:00Z")
+    bad = {**on, "changes": {"disableConditions": [{"kind": "afterDate", "date": 3}]}}
+    answer = await client.dispatch_and_wait(CATALOGUE, bad)
+    assert "afterDate.date is not an ISO 8601 timestamp" in answer["rejectionReason"]
+    assert entry(client, uri)["definition"]["disableConditions"] == [
+        {"kind": "afterRuns", "max": 2}
+    ]
+    await client.assert_conforms(CATALOGUE)
