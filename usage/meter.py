@@ -28,13 +28,13 @@ class DjangoMeter:
         self.per_report = settings.AHPD_USAGE_PER == "report"
 
     async def check_session(self, work: Work) -> str | None:
-        return await db_call(ledger.check_session)(work)
+        return await db_call(ledger.check_session, own_thread=True)(work)
 
     async def admit_turn(self, work: Work) -> Admission:
-        return await db_call(ledger.admit_turn)(work)
+        return await db_call(ledger.admit_turn, own_thread=True)(work)
 
     async def record(self, use: Use) -> str | None:
-        return await db_call(ledger.write_record)(use)
+        return await db_call(ledger.write_record, own_thread=True)(use)
 
     async def resource(
         self, principal: Principal, method: str, uri: str, data: Any = None, **options: Any

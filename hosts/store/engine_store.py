@@ -11,15 +11,21 @@ from django.db.models import Count
 from ..models import RootConfig, StoredChat, StoredSession, StoredTurn
 
 
-def db_call(function: Any) -> Any:
+def db_call(function: Any, *, own_thread: bool = False) -> Any:
     """Run an ORM function on asgiref's thread, its connection checked first (no request
-    cycle does that for the engine: a database restart would otherwise break it for good)."""
+    cycle does that for the engine: a database restart would otherwise break it for good).
+    `own_thread`: on a thread of its own, for what a turn start awaits while a REST request
+    holds asgiref's thread waiting on that turn."""
 
     def run(*args: Any) -> Any:
-        close_old_connections()
-        return function(*args)
+        try:
+            close_old_connections()
+            return function(*args)
+        finally:
+            if own_thread:
+                close_old_connections()
 
-    return sync_to_async(run)
+    return sync_to_async(run, thread_sensitive=not own_thread)
 
 
 class DjangoRootConfigStore:
