@@ -133,16 +133,19 @@ class Runs:
 
     # -- what is said ---------------------------------------------------------------------
 
-    async def _keep(self, run: dict[str, Any]) -> None:
-        """Written, then the entry said again (its summary moved)."""
+    async def _keep(self, run: dict[str, Any], *actions: dict[str, Any]) -> None:
+        """Written, then said: the run's actions on its channel and its entry again (its
+        summary moved). What a client is told it reads back after a crash."""
         await self.store.save_run(run)
-        if run["automation"] in self.records:
-            self.say_entry(run["automation"])
+        self._say(run, *actions)
 
-    def _say(self, run: dict[str, Any], action: dict[str, Any]) -> None:
+    def _say(self, run: dict[str, Any], *actions: dict[str, Any]) -> None:
         channel = self.channels.get(run["uri"])
         if channel is not None:
-            self.host.fanout.emit(channel, action)
+            for action in actions:
+                self.host.fanout.emit(channel, action)
+        if run["automation"] in self.records:
+            self.say_entry(run["automation"])
 
     async def _move(self, run: dict[str, Any], status: str, **extra: Any) -> None:
         if run["lifecycle"]["status"] in TERMINAL:
@@ -157,8 +160,9 @@ class Runs:
             lifecycle["completedAt"] = now
         lifecycle.update(extra)
         run["lifecycle"] = lifecycle
-        self._say(run, {"type": "automationRun/lifecycleChanged", "lifecycle": lifecycle})
-        await self._keep(run)
+        await self.store.save_run(run)
+        if run["lifecycle"] is lifecycle:  # else a later move, written behind this, says itself
+            self._say(run, {"type": "automationRun/lifecycleChanged", "lifecycle": lifecycle})
 
     async def fail(self, run: dict[str, Any], message: str, error_type: str = "runFailed") -> None:
         await self._move(run, "failed", error={"errorType": error_type, "message": message})
@@ -168,10 +172,12 @@ class Runs:
         # at a session nobody has.
         await self.host.writes.flush()
         run["sessions"].append(session)
-        self._say(run, {"type": "automationRun/sessionSet", "session": session})
         run["primary_session"] = session
-        self._say(run, {"type": "automationRun/primarySessionChanged", "primarySession": session})
-        await self._keep(run)
+        await self._keep(
+            run,
+            {"type": "automationRun/sessionSet", "session": session},
+            {"type": "automationRun/primarySessionChanged", "primarySession": session},
+        )
 
     async def session_gone(self, session: str) -> None:
         """A disposed session is unlinked from its run, and the primary cleared with it."""
@@ -179,11 +185,13 @@ class Runs:
         if run is None:
             return
         run["sessions"].remove(session)
-        self._say(run, {"type": "automationRun/sessionRemoved", "session": session})
+        actions: list[dict[str, Any]] = [
+            {"type": "automationRun/sessionRemoved", "session": session}
+        ]
         if run.get("primary_session") == session:
             run["primary_session"] = None
-            self._say(run, {"type": "automationRun/primarySessionChanged"})
-        await self._keep(run)
+            actions.append({"type": "automationRun/primarySessionChanged"})
+        await self._keep(run, *actions)
 
     # -- the run --------------------------------------------------------------------------
 

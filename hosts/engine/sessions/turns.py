@@ -15,17 +15,16 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from ...backends.base import AgentChat, BackendError, ChatContext, TurnRequest
+from ...backends.base import BackendError, TurnRequest
 from ...protocol.reducers import reduce
 from ...protocol.shapes import Origin
 from ..clock import iso, now_ms
-from .agent_terminals import AgentTerminals
 from .attachments import Attachments, turn_request
 from .live import INTERRUPTED, LiveChat, cancel_backend
-from .local_commands import LocalCommands, command_of
+from .local_commands import LocalCommands
 from .metered import Metering
+from .opening import open_agent_chat
 from .pending import PendingMessages
-from .records import assistant_text, file_path
 from .residency import Residency
 from .runner import TurnRunner, sender_of
 from .table import Sessions
@@ -202,7 +201,9 @@ class Turns(PendingMessages):
                 return
             await self.hooks.starting(chat, request.turn_id)
             try:
-                agent_chat = local or await self._agent_chat(chat)
+                agent_chat = local or await open_agent_chat(
+                    chat, self._sessions, self._residency, self.local.terminals, self._state_dir
+                )
             except Exception as exc:
                 message = str(exc) if isinstance(exc, BackendError) else f"The agent failed: {exc}"
                 if not isinstance(exc, BackendError):
@@ -211,7 +212,12 @@ class Turns(PendingMessages):
                 await self._sessions.announce(chat.session, failure=message)
                 return
             await self._sessions.announce(chat.session)
-            end = await agent_chat.run_turn(await self.attachments.found(request), runner)
+            found = await self.attachments.found(request)
+            if runner.ended:
+                # Stopped while its agent was opened (a backend drops a cancel with no turn
+                # running): never asked. Nothing waits from here to the backend's own turn.
+                return
+            end = await agent_chat.run_turn(found, runner)
             await self.metering.settle(chat, runner)
             completed = end.state == "complete" and not runner.ended
             await self._end(chat, runner, end.state, end.message)
@@ -228,38 +234,6 @@ class Turns(PendingMessages):
             self.local.done(chat, local)
             self.hooks.ended(chat, request.turn_id)
             self._finish(chat, runner, take_queued=completed)
-
-    async def _agent_chat(self, chat: LiveChat) -> AgentChat:
-        async with chat.opening:
-            if chat.agent_chat is not None:
-                return chat.agent_chat
-            record = chat.session.record
-            agent = self._sessions.agents.get(record.provider)
-            if agent is None:
-                raise BackendError(f"No agent is configured for provider {record.provider!r}")
-            await self._residency.make_room(chat)
-            history = [
-                {"user": t["message"].get("text", ""), "assistant": assistant_text(t)}
-                for t in chat.record.turns
-                # A ! command's turn was this host's, never the model's.
-                if t.get("state") == "complete" and command_of(t["message"].get("text", "")) is None
-            ]
-            state_dir = self._state_dir and self._state_dir / "agents" / record.provider
-            context = ChatContext(
-                chat=chat.record.uri,
-                working_directories=[file_path(u) for u in record.working_directories]
-                or [Path.cwd()],
-                backend_id=chat.record.backend_id,
-                history=history,
-                config=dict(chat.session.channel.state["config"]["values"]),
-                state_dir=state_dir,
-                terminals=AgentTerminals(self.local.terminals, record.uri, chat.record.uri),
-            )
-            chat.agent_chat = await agent.open_chat(context)
-            if chat.agent_chat.backend_id != chat.record.backend_id:
-                chat.record.backend_id = chat.agent_chat.backend_id
-                self._sessions.save_chat(chat)
-            return chat.agent_chat
 
     def _finish(self, chat: LiveChat, runner: TurnRunner, *, take_queued: bool) -> None:
         self._count_end(chat, runner)

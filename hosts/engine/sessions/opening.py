@@ -1,0 +1,53 @@
+"""Opening a chat's agent: once per chat (later turns reuse it), room made under the residency
+limit, and the agent handed the chat's kept turns, its folders, its config and its terminals."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ...backends.base import AgentChat, BackendError, ChatContext
+from ..terminals import Terminals
+from .agent_terminals import AgentTerminals
+from .live import LiveChat
+from .local_commands import command_of
+from .records import assistant_text, file_path
+from .residency import Residency
+from .table import Sessions
+
+
+async def open_agent_chat(
+    chat: LiveChat,
+    sessions: Sessions,
+    residency: Residency,
+    terminals: Terminals,
+    state_dir: Path | None,
+) -> AgentChat:
+    """The chat's agent, opened now unless it is open already."""
+    async with chat.opening:
+        if chat.agent_chat is not None:
+            return chat.agent_chat
+        record = chat.session.record
+        agent = sessions.agents.get(record.provider)
+        if agent is None:
+            raise BackendError(f"No agent is configured for provider {record.provider!r}")
+        await residency.make_room(chat)
+        history = [
+            {"user": t["message"].get("text", ""), "assistant": assistant_text(t)}
+            for t in chat.record.turns
+            # A ! command's turn was this host's, never the model's.
+            if t.get("state") == "complete" and command_of(t["message"].get("text", "")) is None
+        ]
+        context = ChatContext(
+            chat=chat.record.uri,
+            working_directories=[file_path(u) for u in record.working_directories] or [Path.cwd()],
+            backend_id=chat.record.backend_id,
+            history=history,
+            config=dict(chat.session.channel.state["config"]["values"]),
+            state_dir=state_dir and state_dir / "agents" / record.provider,
+            terminals=AgentTerminals(terminals, record.uri, chat.record.uri),
+        )
+        chat.agent_chat = await agent.open_chat(context)
+        if chat.agent_chat.backend_id != chat.record.backend_id:
+            chat.record.backend_id = chat.agent_chat.backend_id
+            sessions.save_chat(chat)
+        return chat.agent_chat
