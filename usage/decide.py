@@ -68,7 +68,7 @@ class Row:
     cap: bool = False
     starts: datetime | None = None
     ends: datetime | None = None
-    #: The order the store holds it in (its creation), for the pay order's "newest".
+    #: When the store made it: the pay order's last word between two extra rows.
     created: datetime | None = None
 
     def active(self, now: datetime) -> bool:
@@ -247,8 +247,10 @@ def matches(row: Row, ask: Ask) -> bool:
 
 
 def pay_order(rows: Iterable[Row], order: str) -> list[Row]:
-    """ending: the row ending soonest first; regular: rows with no until first; extra: rows
-    with an until first, the newest first."""
+    """Seed 004's payOrder: ending, the row that ends soonest first; regular, the rows with no
+    until first; extra, the rows with an until first, "the newest from first": the latest
+    `from` leads (a row with no `from` has been valid all along, so it is the oldest), and
+    of two rows valid from the same instant the one made later."""
     far = datetime.max.replace(tzinfo=UTC)
     oldest = datetime.min.replace(tzinfo=UTC)
     listed = list(rows)
@@ -257,7 +259,11 @@ def pay_order(rows: Iterable[Row], order: str) -> list[Row]:
     if order == "extra":
         return sorted(
             listed,
-            key=lambda r: (r.ends is None, -(r.created or oldest).timestamp()),
+            key=lambda r: (
+                r.ends is None,
+                -(r.starts or oldest).timestamp(),
+                -(r.created or oldest).timestamp(),
+            ),
         )
     return sorted(listed, key=lambda r: r.ends or far)
 

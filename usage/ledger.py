@@ -4,7 +4,13 @@
 the row that pays in each scope; `record` writes a usage record, adds it to its pools' days
 and charges it to the rows that paid for the turn. A row is locked (SELECT ... FOR UPDATE on
 PostgreSQL; SQLite has one writer at a time) before what it has spent is read, so two turns
-starting at once cannot both take the last of a budget.
+starting at once cannot both take the last of a `turns` budget.
+
+Dollars, tokens and hours are not known before a turn runs, so nothing of them is reserved: a
+turn is admitted while its row has spent less than its amount, and what it spends is charged
+whole as it is recorded. Turns already admitted may together overspend a money budget by their
+own use; a record that leaves a payer spent says so (`write_record`), which stops a running
+turn with AHPD_USAGE_PER=report, and the next turn is refused.
 """
 
 from __future__ import annotations
@@ -210,13 +216,15 @@ def check_session(work: Work) -> str | None:
     return _admitted(work, charge_start=False).refusal
 
 
-def admit_turn(work: Work) -> Admission:
+def admit_turn(work: Work, now: datetime | None = None) -> Admission:
     """Check a turn and charge its start, in one transaction."""
-    return retried(lambda: _admitted(work, charge_start=True) if checked(work) else Admission())
+    if not checked(work):
+        return Admission()
+    return retried(lambda: _admitted(work, charge_start=True, now=now or timezone.now()))
 
 
-def _admitted(work: Work, *, charge_start: bool) -> Admission:
-    now = timezone.now()
+def _admitted(work: Work, *, charge_start: bool, now: datetime | None = None) -> Admission:
+    now = now or timezone.now()
     with transaction.atomic():
         ask = _ask(work, where_of(work.scope))
         decision: Decision = decide(_rows("agent"), ask, now, settings.AHPD_POLICIES_PAY_ORDER)

@@ -162,3 +162,85 @@ def test_root_and_owner_less_work_are_never_checked(checked):
     assert ledger.admit_turn(Work("root:ahpd", "", "local")).refusal is None
     assert ledger.admit_turn(Work("", "", "local")).refusal is None
     assert ledger.admit_turn(Work("user:a", "", "local")).refusal == "no policy allows agent local"
+
+
+#: Sunday 1 March 2026, 17:00 in Los Angeles: already Monday 01:00 in UTC.
+SUNDAY_EVENING_LA = datetime(2026, 3, 2, 1, 0, tzinfo=UTC)
+
+
+@pytest.mark.django_db
+def test_a_records_day_and_a_week_limit_are_cut_in_the_usage_zone(checked):
+    checked.AHPD_USAGE_TIMEZONE = "America/Los_Angeles"
+    limits = [{"amount": 1, "measure": "turns", "period": "week", "pool": "shared"}]
+    write_row("weekly", {"scope": "all", "limits": limits})
+    work = Work("user:a", "", "local")
+    # Sunday 15:00 there (23:00 UTC, a Sunday too): the week's one turn.
+    assert ledger.admit_turn(work, SUNDAY_EVENING_LA - timedelta(hours=2)).refusal is None
+    # Sunday 17:00 there is Monday in UTC, a new week there: still this week here.
+    refused = ledger.admit_turn(work, SUNDAY_EVENING_LA).refusal
+    assert refused == "weekly has spent 1 turns a week: agent local is refused"
+    ledger.write_record(Use(work, "s", "c", "t", input_tokens=5), SUNDAY_EVENING_LA)
+    record = UsageRecord.objects.get()
+    assert record.day == datetime(2026, 3, 1).date()
+    assert UsageDay.objects.get(pool="user:a").day == record.day
+    # Monday 00:00 there: the week starts again.
+    monday = SUNDAY_EVENING_LA + timedelta(hours=7)
+    assert ledger.admit_turn(work, monday - timedelta(seconds=1)).refusal == refused
+    assert ledger.admit_turn(work, monday).refusal is None
+    starts = sorted(PolicySpend.objects.values_list("start", flat=True))
+    assert [d.isoformat() for d in starts] == ["2026-02-23", "2026-03-02"]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("order", "payer"),
+    [("extra", "late-start"), ("ending", "early-start"), ("regular", "regular")],
+)
+def test_the_pay_order_setting_chooses_which_row_of_a_scope_pays(checked, order, payer):
+    checked.AHPD_POLICIES_PAY_ORDER = order
+    turns = [{"amount": 5, "measure": "turns", "period": "month", "pool": "shared"}]
+    # Made first, valid from later: "the newest from first" is the later `from`, not the
+    # row made last.
+    write_row(
+        "late-start",
+        {"scope": "all", "limits": turns, "from": "2026-03-10", "until": "2026-05-31"},
+    )
+    write_row(
+        "early-start",
+        {"scope": "all", "limits": turns, "from": "2026-03-01", "until": "2026-04-30"},
+    )
+    write_row("regular", {"scope": "all", "limits": turns})
+    now = datetime(2026, 3, 15, 12, 0, tzinfo=UTC)
+    assert ledger.admit_turn(Work("user:a", "", "local"), now).payers == (payer,)
+    assert PolicySpend.objects.get().policy_id == payer
+
+
+@pytest.mark.django_db
+def test_a_spent_extra_row_passes_the_turn_to_the_next_in_pay_order(checked):
+    checked.AHPD_POLICIES_PAY_ORDER = "extra"
+    one = [{"amount": 1, "measure": "turns", "period": "total", "pool": "shared"}]
+    write_row("newer", {"scope": "all", "limits": one, "from": "2026-03-10", "until": "2026-12-31"})
+    write_row("older", {"scope": "all", "limits": one, "from": "2026-03-01", "until": "2026-12-31"})
+    now = datetime(2026, 3, 15, 12, 0, tzinfo=UTC)
+    work = Work("user:a", "", "local")
+    assert [ledger.admit_turn(work, now).payers for _ in range(2)] == [("newer",), ("older",)]
+    refused = ledger.admit_turn(work, now).refusal
+    assert refused == "newer has spent 1 turns in total: agent local is refused"
+
+
+@pytest.mark.django_db
+def test_a_money_budget_admits_while_anything_is_left_and_a_turn_may_overspend_it(checked):
+    """Dollars and tokens are not known before a turn runs: a turn is admitted while its row
+    has spent less than its amount, and what an admitted turn spends is charged whole."""
+    usd = [{"amount": 1, "measure": "usd", "period": "day", "pool": "shared"}]
+    write_row("dollar", {"scope": "all", "limits": usd})
+    work = Work("user:a", "", "local")
+    first, second = ledger.admit_turn(work), ledger.admit_turn(work)
+    assert first.refusal is None and second.refusal is None  # both while $0 of $1 is spent
+    said = ledger.write_record(Use(work, "s", "c", "t1", cost_usd=0.75, payers=first.payers))
+    assert said is None
+    said = ledger.write_record(Use(work, "s", "c", "t2", cost_usd=0.75, payers=second.payers))
+    assert said == "dollar has spent 1 usd a day: the turn is stopped"
+    assert PolicySpend.objects.get(measure="usd").amount == Decimal("1.5")
+    refused = ledger.admit_turn(work).refusal
+    assert refused == "dollar has spent 1 usd a day: agent local is refused"
