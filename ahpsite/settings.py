@@ -107,8 +107,11 @@ AHPD_AGENTS_PER_PERSON = env_int("AHPD_AGENTS_PER_PERSON", 10, minimum=0)
 AHPD_USAGE_PER = env_choice("AHPD_USAGE_PER", "TURN", ("TURN", "REPORT")).lower()
 #: The IANA zone days start in and weeks start on (Monday 00:00); empty: the system's own.
 AHPD_USAGE_TIMEZONE = env_str("AHPD_USAGE_TIMEZONE", "") or ""
+#: A zone named that this host cannot read: the system's own is used instead, as seed 004
+#: says, and `serve` says so once at start.
+AHPD_USAGE_TIMEZONE_UNREAD = ""
 if AHPD_USAGE_TIMEZONE and not zone_known(AHPD_USAGE_TIMEZONE):
-    raise EnvError(f"AHPD_USAGE_TIMEZONE names no zone this host knows: {AHPD_USAGE_TIMEZONE!r}")
+    AHPD_USAGE_TIMEZONE_UNREAD, AHPD_USAGE_TIMEZONE = AHPD_USAGE_TIMEZONE, ""
 #: Whether the policy rows are enforced at createSession and at every turn start.
 AHPD_POLICIES_CHECK = env_bool("AHPD_POLICIES_CHECK", False)
 #: Which row of one scope pays first: the one ending soonest, the regular (no until) ones, or

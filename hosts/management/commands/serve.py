@@ -6,6 +6,7 @@ import asyncio
 import os
 import signal
 import sys
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -40,6 +41,7 @@ class Command(BaseCommand):
         # The port, the database and the channel layer, before anything is started on them.
         preflight()
         self._settings_kept()
+        self._usage_zone_said()
 
         from twisted.internet import reactor
         from twisted.internet.defer import Deferred
@@ -111,6 +113,17 @@ class Command(BaseCommand):
         if server.listen_failure is not None:
             # Taken since the preflight bound it: refused the same way, not exited 0.
             raise EnvError(listen_refusal(host, port, server.listen_failure))
+
+    def _usage_zone_said(self) -> None:
+        """A usage zone this host cannot read is not a refusal to start (seed 004): the
+        system's own zone is used, and that is said here, once."""
+        unread = settings.AHPD_USAGE_TIMEZONE_UNREAD
+        if unread:
+            system = datetime.now().astimezone().tzname() or "UTC"
+            self.stdout.write(
+                f"ahpd: AHPD_USAGE_TIMEZONE names no zone this host can read ({unread!r}): "
+                f"usage days and weeks are cut in the system's zone ({system})"
+            )
 
     def _settings_kept(self) -> None:
         """At the first start, keep the settings given in the env file, which the management
