@@ -157,6 +157,22 @@ class TurnRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class Cost:
+    """What a turn cost by the agent's own account, in an ISO 4217 currency."""
+
+    amount: float
+    currency: str = "USD"
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """How full the conversation's context window is: tokens in it, and its size."""
+
+    used: int
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
 class TurnEnd:
     """How a turn ended: `complete`, `cancelled`, or `error` with a message."""
 
@@ -224,10 +240,12 @@ class TurnEvents(Protocol):
         model: str | None,
         cache_read_tokens: int | None = None,
         cache_write_tokens: int | None = None,
-        cost_usd: float | None = None,
+        cost: Cost | None = None,
+        context: Context | None = None,
     ) -> None:
-        """What the turn has spent so far (running totals): tokens, and the cost in US
-        dollars where the agent reports one."""
+        """What the turn has spent so far, as running totals for this turn: tokens where this
+        report says them (None: not said), its cost by the agent's own account, and how full
+        the context window is (which is no spending)."""
 
 
 class AgentChat(Protocol):

@@ -20,6 +20,10 @@ message's first word:
 * `heard`: replies `heard: ` and, as JSON, every prompt of the session so far, this one included,
   each as the list of its text blocks as the host sent them.
 * `env`: replies with the names of its environment variables.
+* `pay <amount> [currency]`: the session's cumulative cost grows by `amount` (in USD unless
+  another ISO 4217 code is named); from then on every `usage_update` says it as `cost`.
+* `spend`: a usage_update every 50 ms, the context 100 tokens fuller and the cost $0.25 more
+  each, until `session/cancel` (a budget's end).
 * `sloppy`: sends what real agents have sent and the SDK's models reject or do not expect
   (`usage_update` with `used: null`, an update for a tool call never announced, an unknown
   update kind), then replies as usual.
@@ -49,6 +53,7 @@ from acp.schema import (
     AvailableCommand,
     AvailableCommandInput,
     AvailableCommandsUpdate,
+    Cost,
     Implementation,
     InitializeResponse,
     LoadSessionResponse,
@@ -104,6 +109,14 @@ def _described(block: Any) -> str:
     if kind == "resource_link":
         return f"[link {block.uri}]"
     return str(getattr(block, "text", ""))
+
+
+def _usage(used: int, data: dict[str, Any]) -> UsageUpdate:
+    """A usage_update: the context's fill, and the session's cost once it has one."""
+    cost = None
+    if "cost" in data:
+        cost = Cost(amount=data["cost"], currency=data.get("currency", "USD"))
+    return UsageUpdate(session_update="usage_update", used=used, size=100_000, cost=cost)
 
 
 class FakeAgent:
@@ -200,6 +213,9 @@ class FakeAgent:
         for entry in data["history"]:
             await self._send(session_id, acp.update_user_message_text(entry["user"]))
             await self._send(session_id, acp.update_agent_message_text(entry["agent"]))
+        if "cost" in data:
+            # As the RFD asks of a resumed session: what it holds and has cost so far.
+            await self._send(session_id, _usage(0, data))
         self._announce_commands_later(session_id)
         return LoadSessionResponse(modes=_modes(), config_options=[_model_option()])
 
@@ -238,14 +254,18 @@ class FakeAgent:
                 reply += "tick "
                 await asyncio.sleep(0.05)
             stop = "cancelled"
+        elif verb == "pay" and len(words) > 1:
+            data["cost"] = data.get("cost", 0.0) + float(words[1])
+            data["currency"] = words[2] if len(words) > 2 else "USD"
+            reply = f"paid {words[1]}"
         elif verb == "spend":
-            # A usage report every 50 ms, 100 tokens more each, until stopped (a budget's end).
+            # A usage report every 50 ms, $0.25 more each, until stopped (a budget's end).
             reply = ""
             for step in range(1, 600):
                 if cancelled.is_set():
                     break
-                used = UsageUpdate(session_update="usage_update", used=100 * step, size=100_000)
-                await self._send(session_id, used)
+                data["cost"] = data.get("cost", 0.0) + 0.25
+                await self._send(session_id, _usage(100 * step, data))
                 await asyncio.sleep(0.05)
             stop = "cancelled"
         elif verb == "hang":
@@ -277,9 +297,7 @@ class FakeAgent:
         data["history"].append({"user": text, "agent": reply, "blocks": blocks})
         self._save(session_id, data)
         used = sum(len(e["user"].split()) + len(e["agent"].split()) for e in data["history"])
-        await self._send(
-            session_id, UsageUpdate(session_update="usage_update", used=used, size=100_000)
-        )
+        await self._send(session_id, _usage(used, data))
         usage = Usage(input_tokens=len(words), output_tokens=len(reply.split()), total_tokens=used)
         return PromptResponse(stop_reason=stop, usage=usage)
 

@@ -8,6 +8,7 @@ import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from acp import RequestError
@@ -328,3 +329,44 @@ def test_every_working_directory_is_open_and_nothing_else(tmp_path: Path) -> Non
     for path in (str(outside / "x"), "../c/x", str(first / "to-c" / "x"), "/etc/passwd"):
         with pytest.raises(RequestError, match="outside the chat's working directories"):
             confine(fence, path)
+
+
+async def test_a_turns_cost_is_what_the_agent_said_the_session_grew_by_across_restarts(
+    open_acp_chat: OpenChat,
+) -> None:
+    def cost_said(events: RecordingEvents) -> Any:
+        return [p["cost"] for p in reports(events, "usage") if "cost" in p][-1]
+
+    chat = await open_acp_chat()
+    first, second, after = RecordingEvents(), RecordingEvents(), RecordingEvents()
+    await turn(chat, "pay 0.25", first)
+    await turn(chat, "pay 0.5", second)
+    assert (cost_said(first), cost_said(second)) == ((0.25, "USD"), (0.5, "USD"))
+    await turn(chat, "crash")
+    # The agent is started again and the session loaded: it says its cost so far ($0.75),
+    # which is where the next turn counts from.
+    await turn(chat, "pay 0.125", after)
+    assert cost_said(after) == (0.125, "USD")
+    # The tokens are the prompt's answer's, never the context window's fill.
+    assert reports(after, "usage")[-1] == {
+        "input_tokens": 2,
+        "output_tokens": 2,
+        "model": "fake-small",
+    }
+    assert all(p["input_tokens"] is None for p in reports(after, "usage") if "context" in p)
+
+
+async def test_a_loaded_session_that_says_no_cost_leaves_its_first_turn_unpriced_by_it(
+    open_acp_chat: OpenChat,
+) -> None:
+    first = await open_acp_chat()
+    await turn(first, "hello")
+    await first.close()
+    second = await open_acp_chat(backend_id=first.backend_id)
+    events = RecordingEvents()
+    await turn(second, "pay 2", events)
+    # Where the session's count began is unknown: no cost is said for this turn.
+    assert all("cost" not in p for p in reports(events, "usage"))
+    later = RecordingEvents()
+    await turn(second, "pay 1", later)
+    assert [p["cost"] for p in reports(later, "usage") if "cost" in p] == [(1.0, "USD")]

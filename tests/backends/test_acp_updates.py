@@ -186,7 +186,7 @@ def test_a_call_with_neither_title_nor_kind_is_named_tool_and_one_without_an_id_
     ]
 
 
-def test_usage_updates_report_the_context_used_for_the_current_model() -> None:
+def test_a_usage_update_is_the_context_window_and_never_tokens_spent() -> None:
     events = report(
         {"sessionUpdate": "usage_update", "used": 1234, "size": 200_000},
         # A real agent sent this; it says nothing countable.
@@ -195,8 +195,49 @@ def test_usage_updates_report_the_context_used_for_the_current_model() -> None:
     )
 
     assert events.log == [
-        ("usage", {"input_tokens": 1234, "output_tokens": None, "model": "fake-small"})
+        (
+            "usage",
+            {
+                "input_tokens": None,
+                "output_tokens": None,
+                "model": "fake-small",
+                "context": (1234, 200_000),
+            },
+        )
     ]
+
+
+def costs(start: float | None, *updates: dict[str, Any]) -> list[Any]:
+    events = RecordingEvents()
+    translator = TurnUpdates(events)
+    translator.cost_start = start
+    for update in updates:
+        translator.apply(update)
+    return [payload.get("cost") for _, payload in events.log]
+
+
+def cost(amount: Any, currency: Any = "USD") -> dict[str, Any]:
+    return {
+        "sessionUpdate": "usage_update",
+        "used": 10,
+        "size": 100,
+        "cost": {"amount": amount, "currency": currency},
+    }
+
+
+def test_a_turns_cost_is_what_the_sessions_cumulative_cost_grew_by_since_it_began() -> None:
+    assert costs(1.5, cost(1.75), cost(2.0)) == [(0.25, "USD"), (0.5, "USD")]
+    # Another currency is said as it is (the meter does not count it as dollars).
+    assert costs(0.0, cost(3, "eur")) == [(3.0, "EUR")]
+    # A count the agent started again counts from nothing.
+    assert costs(5.0, cost(0.5)) == [(0.5, "USD")]
+
+
+def test_a_cost_is_not_said_where_the_turn_began_is_unknown_or_the_figure_is_not_one() -> None:
+    # A loaded session that has said no cost yet: what this turn added is unknown.
+    assert costs(None, cost(2.0)) == [None]
+    bad = [cost("lots"), cost(-1), cost(True), cost(1, None), cost(float("nan"))]
+    assert costs(0.0, *bad) == [None] * len(bad)
 
 
 def test_plans_replayed_user_text_and_unknown_kinds_are_not_turn_events() -> None:

@@ -13,7 +13,7 @@ import pytest
 
 from hosts.backends.base import AgentConfig, ChatContext, PermissionAnswer, TurnRequest
 from hosts.backends.openai import OpenAiAgent, OpenAiChat
-from tests.support.fake_openai import MODEL, FakeOpenAi
+from tests.support.fake_openai import COST_PER_CALL, MODEL, FakeOpenAi
 from tests.support.recording_events import RecordingEvents
 
 OpenChat = Callable[..., Awaitable[OpenAiChat]]
@@ -99,6 +99,19 @@ async def test_a_plain_turn_streams_text_and_reasoning_and_ends_complete_with_us
     [usage] = payloads(events, "usage")
     assert usage["model"] == MODEL
     assert usage["input_tokens"] and usage["output_tokens"]
+    assert "cost" not in usage  # OpenAI's own format says no cost
+
+
+async def test_a_cost_the_endpoint_says_as_openrouter_does_is_reported_in_dollars(
+    open_chat: OpenChat,
+) -> None:
+    chat = await open_chat()
+    events = RecordingEvents()
+
+    await turn(chat, "costly hello", events)
+
+    [usage] = payloads(events, "usage")
+    assert usage["cost"] == (COST_PER_CALL, "USD")
 
 
 async def test_read_file_runs_without_asking_and_the_model_answers_after(

@@ -7,7 +7,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from hosts.backends.base import TurnRequest
+from hosts.backends.base import Context, Cost, TurnRequest
 from hosts.engine.meter import Admission, Use, Work
 from hosts.engine.sessions.metered import Metering
 from hosts.engine.sessions.runner import TurnRunner
@@ -72,7 +72,7 @@ async def test_a_turn_is_one_record_of_its_last_running_totals():
     assert await metering.admit(live, turn, TurnRequest("t1", "hi", model="m-asked")) is None
     assert meter.asked == [Work("user:s", "team:alpha", "local", "m-asked")]
     turn.usage(input_tokens=10, output_tokens=1, model=None)
-    turn.usage(input_tokens=30, output_tokens=5, model="m-said", cost_usd=0.5)
+    turn.usage(input_tokens=30, output_tokens=5, model="m-said", cost=Cost(0.5))
     assert meter.records == []
     await metering.settle(live, turn)
     await metering.settle(live, turn)  # once only
@@ -107,3 +107,56 @@ async def test_a_refused_turn_holds_nothing():
     turn.usage(input_tokens=3, output_tokens=3, model=None)
     await metering.settle(live, turn)
     assert meter.records == []
+
+
+async def test_each_chat_usage_says_everything_the_turn_has_reported_so_far():
+    meter, metering, live, sink = Meter(per_report=False), Metering(), chat(), Sink()
+    metering.meter = meter
+    turn = runner(sink)
+    await metering.admit(live, turn, TurnRequest("t1", "hi"))
+    # ACP's shape: the context and the cost in one report, the tokens in the prompt's answer.
+    turn.usage(
+        input_tokens=None,
+        output_tokens=None,
+        model="m",
+        cost=Cost(0.25),
+        context=Context(900, 10_000),
+    )
+    turn.usage(input_tokens=7, output_tokens=3, model=None, cache_write_tokens=2)
+    await metering.settle(live, turn)
+    assert sink.said[-1]["usage"] == {
+        "inputTokens": 7,
+        "outputTokens": 3,
+        "model": "m",
+        "_meta": {
+            "ahpd.cacheWriteTokens": 2,
+            "ahpd.context": {"used": 900, "size": 10_000},
+            "ahpd.cost": {"amount": 0.25, "currency": "USD"},
+        },
+    }
+    [record] = meter.records
+    assert (record.input_tokens, record.cache_write_tokens, record.cost_usd) == (7, 2, 0.25)
+
+
+async def test_a_cost_in_another_currency_is_not_counted_as_dollars():
+    meter, metering, live, sink = Meter(per_report=False), Metering(), chat(), Sink()
+    metering.meter = meter
+    turn = runner(sink)
+    await metering.admit(live, turn, TurnRequest("t1", "hi"))
+    turn.usage(input_tokens=4, output_tokens=4, model=None, cost=Cost(3.0, "EUR"))
+    await metering.settle(live, turn)
+    [record] = meter.records
+    assert record.input_tokens == 4 and record.cost_usd is None
+
+
+async def test_per_report_a_report_of_the_context_alone_is_no_record():
+    meter, metering, live, sink = Meter(per_report=True), Metering(), chat(), Sink()
+    metering.meter = meter
+    turn = runner(sink)
+    await metering.admit(live, turn, TurnRequest("t1", "go"))
+    turn.usage(input_tokens=None, output_tokens=None, model=None, context=Context(5, 10))
+    turn.usage(input_tokens=None, output_tokens=None, model=None, cost=Cost(0.5))
+    turn.usage(input_tokens=None, output_tokens=None, model=None, context=Context(8, 10))
+    turn.usage(input_tokens=6, output_tokens=2, model=None)
+    await metering.settle(live, turn)
+    assert [(r.input_tokens, r.cost_usd) for r in meter.records] == [(0, 0.5), (6, 0.0)]

@@ -8,6 +8,9 @@ ollama, vLLM and OpenAI do, with the answer picked by the conversation's last me
   `write <path> <text>` -> `write_file`; `run <command>` -> `run_command`;
 * `slow` -> a word every 50 ms for about 10 s; `fail` -> HTTP 500;
 * anything else -> `echo: <text>` word by word, after a `reasoning_content` delta.
+
+While the person's last message starts `costly`, each answer's usage also says what the call
+cost as OpenRouter does (`usage.cost`, $0.125 a call).
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 MODEL = "fake-model"
+#: What a call costs, said as OpenRouter says it, while the person's message starts `costly`.
+COST_PER_CALL = 0.125
 
 
 class FakeOpenAi:
@@ -91,16 +96,15 @@ class _Handler(BaseHTTPRequestHandler):
                 self._chunk({"index": 0, "delta": delta, "finish_reason": finish})
             if include_usage:
                 prompt = sum(len(_text(m.get("content")).split()) for m in messages)
-                self._send(
-                    _envelope(
-                        [],
-                        usage={
-                            "prompt_tokens": prompt,
-                            "completion_tokens": words,
-                            "total_tokens": prompt + words,
-                        },
-                    )
-                )
+                usage = {
+                    "prompt_tokens": prompt,
+                    "completion_tokens": words,
+                    "total_tokens": prompt + words,
+                }
+                asked = [_text(m.get("content")) for m in messages if m.get("role") == "user"]
+                if asked and asked[-1].strip().startswith("costly"):
+                    usage["cost"] = COST_PER_CALL
+                self._send(_envelope([], usage=usage))
             self.wfile.write(b"data: [DONE]\n\n")
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
@@ -201,7 +205,7 @@ def _tool_call(name: str, arguments: dict[str, Any]) -> Iterator[Step]:
     yield {}, "tool_calls"
 
 
-def _envelope(choices: list[dict[str, Any]], usage: dict[str, int] | None = None) -> dict[str, Any]:
+def _envelope(choices: list[dict[str, Any]], usage: dict[str, Any] | None = None) -> dict[str, Any]:
     return {
         "id": "chatcmpl-fake",
         "object": "chat.completion.chunk",

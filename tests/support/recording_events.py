@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hosts.backends.base import PermissionAnswer, PermissionOption
+from hosts.backends.base import Context, Cost, PermissionAnswer, PermissionOption
 
 
 @dataclass
@@ -114,14 +114,19 @@ class RecordingEvents:
         model: str | None,
         cache_read_tokens: int | None = None,
         cache_write_tokens: int | None = None,
-        cost_usd: float | None = None,
+        cost: Cost | None = None,
+        context: Context | None = None,
     ) -> None:
-        self.log.append(
-            (
-                "usage",
-                {"input_tokens": input_tokens, "output_tokens": output_tokens, "model": model},
-            )
-        )
+        report: dict[str, Any] = {
+            "input_tokens": input_tokens,
+            "output_tokens": output_tokens,
+            "model": model,
+        }
+        if cost is not None:
+            report["cost"] = (cost.amount, cost.currency)
+        if context is not None:
+            report["context"] = (context.used, context.size)
+        self.log.append(("usage", report))
 
     def texts(self) -> str:
         return "".join(p["content"] for m, p in self.log if m == "text")

@@ -99,6 +99,7 @@ class AcpChat(AcpSession):
         conn = self._link.conn
         assert conn is not None
         turn.updates.model = self._model
+        turn.updates.cost_start = self.cost_said
         prompt = asyncio.ensure_future(
             conn.prompt(
                 session_id=self._session,

@@ -36,6 +36,7 @@ from .json_fields import string
 from .permissions import ask_person
 from .session_facts import SessionFacts, parse_commands
 from .turn import Turn
+from .updates import said_cost
 
 if TYPE_CHECKING:
     from .agent import AcpAgent
@@ -90,6 +91,9 @@ class AcpSession:
         self._history_due = False
         #: The turn running in the session, which the agent's other updates belong to.
         self._turn: Turn | None = None
+        #: The session's cumulative cost as the agent last said it (ACP's usage_update):
+        #: 0 for a session just made, not known (None) for a loaded one until it says one.
+        self.cost_said: float | None = None
 
     @property
     def _name(self) -> str:
@@ -157,6 +161,7 @@ class AcpSession:
         cwd = self._directories[0]
         if self.backend_id and can_load:
             self._loading = True
+            self.cost_said = None  # until the loaded session says what it has cost
             try:
                 await self._rpc(
                     conn.load_session(
@@ -191,6 +196,7 @@ class AcpSession:
             self.backend_id = previous  # kept, so a later start may still load it
             raise
         self.backend_id = response.session_id
+        self.cost_said = 0.0
         # A new session knows nothing of the chat: its first prompt brings the kept turns.
         self._history_due = bool(self._history)
         self._session_opened()
@@ -267,6 +273,9 @@ class AcpSession:
         if kind == "current_mode_update":
             self._mode = string(update.get("currentModeId")) or self._mode
             return
+        if kind == "usage_update" and (said := said_cost(update)) is not None:
+            # Where the next turn's cost counts from (after the running turn's own use).
+            self.cost_said = said.amount
         if self._loading:
             return  # the replayed history of a loaded session, not news
         turn = self._turn

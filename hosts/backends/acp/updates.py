@@ -8,11 +8,12 @@ and finished once.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from hosts.backends.base import HostTerminal, TurnEvents
+from hosts.backends.base import Context, Cost, HostTerminal, TurnEvents
 
 from .json_fields import as_json, block_text, mappings, string
 
@@ -53,6 +54,8 @@ class TurnUpdates:
         self.calls: dict[str, ToolCallState] = {}
         #: The assistant text reported so far, in pieces: what the turn said.
         self.said: list[str] = []
+        #: The session's cumulative cost as the turn began (None: not known).
+        self.cost_start: float | None = None
 
     def apply(self, update: Mapping[str, Any]) -> None:
         """Report one update (the `update` object of a `session/update`); others are ignored."""
@@ -67,10 +70,28 @@ class TurnUpdates:
                 events.reasoning(text)
         elif kind in ("tool_call", "tool_call_update"):
             self.tool(update)
-        elif kind == "usage_update" and isinstance(update.get("used"), int):
-            # ACP's usage_update says how full the context is (what the next request will
-            # send), not what the turn produced; exact counts come with the prompt's answer.
-            events.usage(input_tokens=update["used"], output_tokens=None, model=self.model)
+        elif kind == "usage_update":
+            self.usage(update)
+
+    def usage(self, update: Mapping[str, Any]) -> None:
+        """ACP's usage_update is session state, not spending: `used` is how full the context
+        window is (what the next request will send, earlier turns included) and `cost` the
+        session's cumulative cost. The turn's tokens come with the prompt's answer (chat.py);
+        its cost is what the session's grew by since the turn began, unknown while where it
+        began is (a loaded session that has said none yet)."""
+        used, size = _count(update.get("used")), _count(update.get("size"))
+        context = Context(used, size) if used is not None and size is not None else None
+        cost = None
+        said = said_cost(update)
+        if said is not None:
+            if self.cost_start is not None:
+                # A count the agent started again (it never shrinks otherwise) counts from 0.
+                start = self.cost_start if said.amount >= self.cost_start else 0.0
+                cost = Cost(round(said.amount - start, 10), said.currency)
+        if context is not None or cost is not None:
+            self.events.usage(
+                input_tokens=None, output_tokens=None, model=self.model, cost=cost, context=context
+            )
 
     def tool(self, update: Mapping[str, Any]) -> ToolCallState | None:
         """A tool_call or tool_call_update, as an upsert: an unknown id starts the call."""
@@ -128,6 +149,24 @@ class TurnUpdates:
                 call.terminals.append(terminal)
                 named = True
         return named
+
+
+def _count(value: Any) -> int | None:
+    """A count of tokens (an int, 0 or more), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def said_cost(update: Mapping[str, Any]) -> Cost | None:
+    """A usage_update's `cost` ({amount, currency}, the session's cumulative), if well formed."""
+    cost = update.get("cost")
+    if not isinstance(cost, Mapping):
+        return None
+    amount, currency = cost.get("amount"), string(cost.get("currency"))
+    if isinstance(amount, bool) or not isinstance(amount, int | float) or currency is None:
+        return None
+    if not math.isfinite(amount) or amount < 0:
+        return None
+    return Cost(float(amount), currency.upper())
 
 
 def _references(terminals: list[HostTerminal], *, ended: bool = False) -> list[dict[str, Any]]:

@@ -18,6 +18,7 @@ from openai.types.chat import ChatCompletionMessageParam
 from hosts.backends.base import (
     AgentConfig,
     ChatContext,
+    Cost,
     PermissionOption,
     TurnEnd,
     TurnEvents,
@@ -213,6 +214,7 @@ class OpenAiChat:
                 input_tokens=usage.input_tokens,
                 output_tokens=usage.output_tokens,
                 model=usage.model or model,
+                cost=None if usage.cost_usd is None else Cost(usage.cost_usd, "USD"),
             )
 
     def _describe(self, err: openai.OpenAIError) -> str:

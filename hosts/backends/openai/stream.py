@@ -7,6 +7,7 @@ as partial input after that.
 
 from __future__ import annotations
 
+import math
 import secrets
 from dataclasses import dataclass, field
 
@@ -48,12 +49,18 @@ class Usage:
     input_tokens: int | None = None
     output_tokens: int | None = None
     model: str | None = None
+    #: US dollars, where the endpoint says what a call cost: OpenRouter's `usage.cost` (in
+    #: its credits, a dollar each). OpenAI's own format has no such field.
+    cost_usd: float | None = None
 
     def add(self, usage: CompletionUsage, model: str | None) -> None:
-        """Count one model call's tokens."""
+        """Count one model call's tokens, and its cost where the endpoint said one."""
         self.input_tokens = (self.input_tokens or 0) + usage.prompt_tokens
         self.output_tokens = (self.output_tokens or 0) + usage.completion_tokens
         self.model = model or self.model
+        cost = (usage.model_extra or {}).get("cost")
+        if isinstance(cost, int | float) and not isinstance(cost, bool) and 0 <= cost < math.inf:
+            self.cost_usd = (self.cost_usd or 0.0) + float(cost)
 
 
 async def stream_reply(

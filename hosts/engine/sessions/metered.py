@@ -36,6 +36,8 @@ class Held:
     cost_written: float = 0.0
     written_ms: int = 0
     settled: bool = False
+    #: Whether the agent said a cost in a currency other than US dollars (said once).
+    other_currency: bool = False
     #: The records written so far, in order (a report's is chained on the one before it).
     pending: asyncio.Task[None] | None = None
 
@@ -77,8 +79,23 @@ class Metering:
             held.use = replace(held.use, work=replace(held.use.work, model=figures["model"]))
         if isinstance(figures.get("cost_usd"), int | float):
             held.cost = float(figures["cost_usd"])
-        if self.meter.per_report:
+        elif figures.get("cost_currency") and not held.other_currency:
+            held.other_currency = True
+            log.warning(
+                "turn %s: the agent said its cost in %s, not US dollars: the turn is priced "
+                "from AHPD_CONFIG, or recorded with no cost",
+                runner.turn_id,
+                figures["cost_currency"],
+            )
+        if self.meter.per_report and self._unwritten(held):
             self._write(chat, runner, held, runner.duration())
+
+    @staticmethod
+    def _unwritten(held: Held) -> bool:
+        """Whether a report added tokens or cost not yet written (a report of the context
+        window's fill alone is no record)."""
+        more = any(held.reported.get(k, 0) > held.written.get(k, 0) for k in FIGURES)
+        return more or (held.cost is not None and held.cost > held.cost_written)
 
     def _write(self, chat: LiveChat, runner: TurnRunner, held: Held, at_ms: int) -> None:
         """Write what was used since the last record, in order after it."""
@@ -118,8 +135,7 @@ class Metering:
             return
         held.settled = True
         runner.on_usage = None
-        unwritten = any(held.reported.get(k, 0) > held.written.get(k, 0) for k in FIGURES)
-        if not self.meter.per_report or unwritten:
+        if not self.meter.per_report or self._unwritten(held):
             self._write(chat, runner, held, runner.duration())
         if held.pending is not None:
             await asyncio.gather(held.pending, return_exceptions=True)

@@ -15,8 +15,9 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
-from ...backends.base import PermissionAnswer, PermissionOption
+from ...backends.base import Context, Cost, PermissionAnswer, PermissionOption
 from ..clock import now_ms
+from .turn_usage import TurnUsage
 
 log = logging.getLogger("ahpd.turns")
 
@@ -67,6 +68,7 @@ class TurnRunner:
         self.on_said: Callable[[], None] | None = None
         #: Called with each usage report's figures (sessions/metered.py writes them down).
         self.on_usage: Callable[[dict[str, Any]], None] | None = None
+        self._usage = TurnUsage.empty()
 
     # -- saying actions -------------------------------------------------------------------
 
@@ -299,30 +301,20 @@ class TurnRunner:
         model: str | None,
         cache_read_tokens: int | None = None,
         cache_write_tokens: int | None = None,
-        cost_usd: float | None = None,
+        cost: Cost | None = None,
+        context: Context | None = None,
     ) -> None:
-        usage = {
-            key: value
-            for key, value in (
-                ("inputTokens", input_tokens),
-                ("outputTokens", output_tokens),
-                ("model", model),
-            )
-            if value is not None
+        figures = {
+            "input_tokens": input_tokens,
+            "output_tokens": output_tokens,
+            "cache_read_tokens": cache_read_tokens,
+            "cache_write_tokens": cache_write_tokens,
         }
-        if usage:
-            self._say({"type": "chat/usage", "turnId": self.turn_id, "usage": usage})
-        if self.on_usage is not None and not self.ended:
-            self.on_usage(
-                {
-                    "input_tokens": input_tokens,
-                    "output_tokens": output_tokens,
-                    "cache_read_tokens": cache_read_tokens,
-                    "cache_write_tokens": cache_write_tokens,
-                    "cost_usd": cost_usd,
-                    "model": model,
-                }
-            )
+        if self.ended or not self._usage.add(figures, model, cost, context):
+            return
+        self._say({"type": "chat/usage", "turnId": self.turn_id, "usage": self._usage.info()})
+        if self.on_usage is not None:
+            self.on_usage(self._usage.figures())
 
     # -- the ending -----------------------------------------------------------------------
 
