@@ -35,9 +35,19 @@ def register(nouns: Any) -> None:
     rm.add_argument("id", help="the row's id")
 
 
+def _money(total: dict[str, Any]) -> str:
+    """Dollars, and what had no price: records with no cost are `unpriced`, never $0."""
+    usd, unpriced = f"${total['usd']:.4f}", total["unpriced"]
+    if not unpriced:
+        return usd
+    if unpriced >= total["records"]:
+        return "unpriced"
+    return f"{usd} (+{unpriced} unpriced)"
+
+
 def _line(pool: dict[str, Any]) -> str:
     def said(total: dict[str, Any]) -> str:
-        return f"{total['records']} turns {total['tokens']} tokens ${total['usd']:.4f}"
+        return f"{total['records']} turns {total['tokens']} tokens {_money(total)}"
 
     return (
         f"{pool['pool']}  today {said(pool['day'])}  this week {said(pool['week'])}"

@@ -20,7 +20,7 @@ import pytest
 
 from tests.e2e.test_sessions import ended, turn
 from tests.support.client import Client, RpcError
-from tests.support.fake_openai import FakeOpenAi
+from tests.support.fake_openai import COST_PER_CALL, FakeOpenAi
 from tests.support.rest import call
 from tests.support.server import REPO, TOKEN, ServerProcess
 
@@ -322,3 +322,71 @@ async def test_a_deny_at_create_session_names_its_row_and_makes_nothing(
         await root.request("resourceRead", {"uri": "policy://no-max"})
     assert gone.value.code == -32008
     await max_.request("createSession", params)
+
+
+BULK = """
+from datetime import timedelta
+from django.utils import timezone
+from hosts.engine.meter import Use, Work
+from usage import ledger
+now = timezone.now()
+for n in range(205):
+    use = Use(Work("user:bulk", "", "unpriced-agent"), "s", "c", f"t{n}", input_tokens=1)
+    ledger.write_record(use, now - timedelta(milliseconds=205 - n))
+"""
+
+
+@pytest.fixture(scope="module")
+def bulk(server: ServerProcess) -> None:
+    """205 records of user:bulk, t0 the oldest, from an agent with no price."""
+    subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", BULK],
+        cwd=REPO,
+        env=server.env(),
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+
+
+async def test_a_pools_records_are_the_newest_first_and_at_most_200(server, connect, tokens, bulk):
+    root = await signed_in(server, connect, tokens["root"])
+    records = (await read(root, pool("user:bulk") + "/records"))["records"]
+    assert [r["turn"] for r in records] == [f"t{n}" for n in range(204, 4, -1)]
+    assert all(r["cost"] is None for r in records)  # no price: tokens and no cost
+
+
+def test_the_command_line_says_unpriced_rather_than_no_dollars(server, bulk):
+    shown = cli(server, "usage", "user:bulk")
+    assert shown.returncode == 0, shown.stderr
+    assert "today 205 turns 205 tokens unpriced" in shown.stdout
+    assert "$0.0000" not in shown.stdout
+
+
+def test_the_command_line_shows_and_removes_a_policy_row(server):
+    made = cli(server, "policy", "set", "short-lived", '{"scope": "team:alpha"}')
+    assert made.returncode == 0, made.stderr
+    shown = cli(server, "policy", "show", "short-lived", "--json")
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["scope"] == "team:alpha"
+    removed = cli(server, "policy", "rm", "short-lived")
+    assert removed.returncode == 0, removed.stderr
+    for verb in ("show", "rm"):
+        gone = cli(server, "policy", verb, "short-lived")
+        assert gone.returncode != 0 and "no policy short-lived" in gone.stderr
+    listed = cli(server, "policy", "list", "--json")
+    assert "short-lived" not in [r["id"] for r in json.loads(listed.stdout)]
+
+
+async def test_a_cost_the_endpoint_says_is_the_records_over_the_configured_price(
+    server, connect, tokens, workdir
+):
+    ana = await signed_in(server, connect, tokens["ana"])
+    chat = await chat_of(ana, await create(ana, workdir))
+    assert (await ending(ana, chat, "costly hello"))["type"] == "chat/turnComplete"
+    assert (await ending(ana, chat, "hello"))["type"] == "chat/turnComplete"
+    costly, plain = reversed((await read(ana, pool("user:ana") + "/records"))["records"])
+    # OpenRouter's usage.cost, not the dollar a token the agent's prices would make it.
+    assert costly["cost"] == {"usd": COST_PER_CALL, "from": "harness"}
+    assert plain["cost"] == {"usd": plain["tokens"], "from": "price"}

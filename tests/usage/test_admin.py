@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import reverse
 
 from hosts.engine.meter import Use, Work
+from hosts.models import Project, Team
 from usage import ledger
 from usage.models import Policy
 
@@ -62,3 +65,29 @@ def test_a_policy_row_is_checked_as_the_scheme_checks_it(boss: Client):
     page = boss.post(url, {**row, "scope": "all", "match": '{"agent": "local"}'})
     assert page.status_code == 302
     assert Policy.objects.get(pk="p1").match == {"agent": ["local"]}
+
+
+def test_the_records_are_filtered_by_team_project_and_date(boss: Client, settings):
+    settings.AHPD_USAGE_TIMEZONE = "UTC"
+    alpha = Team.objects.create(slug="alpha")
+    Project.objects.create(slug="web", team=alpha)
+    march = datetime(2026, 3, 10, 12, 0, tzinfo=UTC)
+    for scope, at in (
+        ("team:alpha", march),
+        ("project:web", march),
+        ("project:web", march + timedelta(days=3)),
+        ("", march),
+    ):
+        ledger.write_record(Use(Work("user:a", scope, "local"), "s", "c", "t", 1), at)
+    url = reverse("admin:usage_usagerecord_changelist")
+
+    def count(**query: str) -> int:
+        page = boss.get(url, query)
+        assert page.status_code == 200
+        return int(page.context["cl"].result_count)
+
+    assert count(team_pool="team:alpha") == 3  # a project's records are its team's too
+    assert count(project_pool="project:alpha:web") == 2
+    assert count(day__gte="2026-03-13", day__lt="2026-03-14") == 1
+    assert count(at__year="2026", at__month="3", at__day="10") == 3
+    assert count(project_pool="project:alpha:web", day__gte="2026-03-11") == 1
