@@ -331,6 +331,11 @@ def check_notification(method: str, params: Any) -> None:
     if method == "action":
         check_action_envelope(params)
         return
+    if method == "unsubscribe":
+        # The host letting go of a client's watch channel it subscribed to (see `subscribe`
+        # in SERVER_REQUEST_METHODS).
+        _validate("commands", "UnsubscribeParams", _require_object(params, method), method)
+        return
     if method in _NOTIFICATIONS_1_1:
         raise SchemaError(f"{method} is a 1.1.0 notification, not part of AHP 1.0.0")
     definition = _NOTIFICATION_PARAMS.get(method)
@@ -395,6 +400,10 @@ SERVER_REQUEST_METHODS = frozenset(
         "resourceMkdir",
         "resourceRequest",
         "createResourceWatch",
+        # Not in ServerCommandMap, and the seed's server-to-client commands say it: a watch
+        # over a client's files is the channel that client answered createResourceWatch with,
+        # and the host subscribes to it on the client's connection.
+        "subscribe",
     }
 )
 

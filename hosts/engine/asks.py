@@ -1,28 +1,41 @@
 """What this host asks of a client: the `resource*` requests about the client's own files.
 
 A URI under `vscode-agent-client://<clientId>/<scheme>/<authority>/<path>` names a file as
-that client knows it (`<scheme>://<authority>/<path>`). A request about one goes to that
-client's connection and its answer comes back as the client gave it, result or error. A client
-whose connection has just closed is waited for through VS Code's 5 s grace; one gone longer,
-or never here, is refused -32603 `No connection for authority: <clientId>`.
+that client knows it, in VS Code's own form: an empty authority is written `-`
+(`file:///work/a.ts` on client `editor` is `vscode-agent-client://editor/file/-/work/a.ts`)
+and a scheme with no path of slashes (`untitled:Untitled-1`) is written `<scheme>!`. A request
+about one goes to that client's connection with its URIs as the client knows them, and its
+answer comes back as the client gave it, result or error. A client whose connection has just
+closed is waited for through VS Code's 5 s grace; one gone longer, or never here, is refused
+-32603 `No connection for authority: <clientId>`. A refusal is logged with the method, the
+URI, the client and the code: the one place all four are seen at once.
 
 A client's files are its person's: only the principal who introduced the client may have this
-host ask it (anyone else is -32009 `Permission denied: <uri>`), since the host would otherwise
-hand one person's files to another.
+host ask it. Anyone else is -32009 `Permission denied: <uri>`; an id nobody introduced is the
+seed's -32603 (an id is the client's own choosing and names nobody, and `initialize` already
+says an id is taken, so telling "not here" from "not yours" gives nobody away).
+
+A watch over a client's files (resources/client_watches.py) is relayed: the client answers a
+channel of its own, this host subscribes to it on that client's connection, and the `action`
+envelopes the client sends on it are handed to the watch.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
+from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlsplit
 
 from ..protocol import jsonrpc
 from ..protocol.errors import ErrorCode, ProtocolError
 from .clients import Clients
 from .connection import Connection
 from .fanout import Fanout
-from .principal import Principal
+
+log = logging.getLogger("ahpd.engine")
 
 SCHEME = "vscode-agent-client://"
 #: How long a client that dropped is waited for (VS Code's grace).
@@ -34,15 +47,49 @@ _ids = itertools.count(1)
 
 
 def client_uri(uri: str) -> tuple[str, str] | None:
-    """(client id, the URI as the client knows it) of a client-scheme URI; None otherwise."""
+    """(client id, the URI as the client knows it) of a client-scheme URI; None otherwise.
+
+    VS Code's `fromAgentClientUri`: `-` is the empty authority, `<scheme>!` an opaque URI.
+    """
     if not uri.startswith(SCHEME):
         return None
-    client_id, _, rest = uri.removeprefix(SCHEME).partition("/")
-    scheme, _, rest = rest.partition("/")
-    authority, _, path = rest.partition("/")
-    if not client_id or not scheme:
+    rest, _, fragment = uri.removeprefix(SCHEME).partition("#")
+    rest, _, query = rest.partition("?")
+    client_id, _, path = rest.partition("/")
+    scheme, slash, path = path.partition("/")
+    opaque = scheme.endswith("!")
+    scheme = scheme.removesuffix("!")
+    if not client_id or not scheme or not slash:
         return None
-    return client_id, f"{scheme}://{authority}/{path}"
+    authority, slash, path = path.partition("/")
+    path = "/" + path
+    authority = "" if authority == "-" else authority
+    if opaque:
+        known = f"{scheme}:{path[1:]}"
+    elif authority or scheme == "file":
+        known = f"{scheme}://{authority}{path}"
+    else:
+        known = f"{scheme}:{path}"
+    return client_id, known + (f"?{query}" if query else "") + (f"#{fragment}" if fragment else "")
+
+
+def to_client_uri(client_id: str, uri: str) -> str:
+    """The client-scheme URI of `uri` as client `client_id` knows it (VS Code's
+    `toAgentClientUri`): the inverse of `client_uri`."""
+    parts = urlsplit(uri)
+    opaque = bool(parts.path) and not parts.path.startswith("/")
+    slot = f"{parts.scheme}!" if opaque else parts.scheme
+    body = f"/{parts.path}" if opaque else parts.path
+    said = f"{SCHEME}{client_id}/{slot}/{parts.netloc or '-'}{body}"
+    return (
+        said
+        + (f"?{parts.query}" if parts.query else "")
+        + (f"#{parts.fragment}" if parts.fragment else "")
+    )
+
+
+#: What takes the action envelopes a client sends on a channel this host subscribed to.
+Taker = Callable[[dict[str, Any]], None]
 
 
 class Asks:
@@ -52,27 +99,41 @@ class Asks:
         self._grace_s = grace_s
         self._pending: dict[tuple[Connection, str], asyncio.Future[Any]] = {}
         self._arrivals: dict[str, list[asyncio.Future[None]]] = {}
+        self._relays: dict[tuple[Connection, str], Taker] = {}
+        self._arrival_listeners: list[Callable[[Connection], None]] = []
+        self._gone_listeners: list[Callable[[Connection], None]] = []
 
-    def owner_may(self, who: str, client_id: str) -> bool:
-        """Whether `who` (a principal's ref) introduced the client, so may have its files
-        asked of it."""
-        record = self._clients.get(client_id)
-        return record is not None and record.principal == who
+    def knows(self, client_id: str) -> bool:
+        """Whether a client introduced itself here (and is not forgotten)."""
+        return self._clients.get(client_id) is not None
 
-    async def ask(
-        self, principal: Principal | str, uri: str, method: str, params: dict[str, Any]
-    ) -> Any:
-        """Ask the client `uri` names `method` with `params` (its URIs as it knows them), as
-        `principal` (or the ref of one)."""
-        who = principal if isinstance(principal, str) else principal.ref
+    def permit(self, who: str, uri: str) -> str:
+        """The client a client-scheme URI names, if `who` (a principal's ref) introduced it:
+        -32603 for a client never here (or forgotten), -32009 for another person's."""
         named = client_uri(uri)
-        if named is None or not self.owner_may(who, named[0]):
+        if named is None:
+            raise ProtocolError(ErrorCode.INVALID_PARAMS, f"{uri} is no client's URI")
+        record = self._clients.get(named[0])
+        if record is None:
+            raise no_connection(named[0])
+        if record.principal != who:
             raise ProtocolError(ErrorCode.PERMISSION_DENIED, f"Permission denied: {uri}")
-        client_id = named[0]
-        conn = await self._connection(client_id)
+        return named[0]
+
+    async def ask(self, who: str, uri: str, method: str, params: dict[str, Any]) -> Any:
+        """Ask the client `uri` names `method` with `params` (its URIs as it knows them), as
+        `who` (a principal's ref)."""
+        client_id = self.permit(who, uri)
+        conn = await self.connection(client_id)
+        return await self.request(conn, method, params, uri)
+
+    async def request(self, conn: Connection, method: str, params: dict[str, Any], uri: str) -> Any:
+        """Send one request to a client's connection and wait for its answer; a refusal is
+        logged (method, URI, client, code) and raised as the client gave it."""
         request_id = f"ahpd-{next(_ids)}"
         answer: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[(conn, request_id)] = answer
+        client_id = conn.client_id or ""
         try:
             self._fanout.send(conn, jsonrpc.request_frame(request_id, method, params))
             return await asyncio.wait_for(answer, ANSWER_S)
@@ -80,8 +141,28 @@ class Asks:
             raise ProtocolError(
                 ErrorCode.INTERNAL_ERROR, f"Client {client_id} did not answer {method}"
             ) from None
+        except ProtocolError as refusal:
+            log.info(
+                "client %s refused %s of %s: %d %s",
+                client_id,
+                method,
+                uri,
+                int(refusal.code),
+                refusal.message,
+                extra={
+                    "client": client_id,
+                    "method": method,
+                    "uri": uri,
+                    "code": int(refusal.code),
+                },
+            )
+            raise
         finally:
             self._pending.pop((conn, request_id), None)
+
+    def notify(self, conn: Connection, method: str, params: dict[str, Any]) -> None:
+        if not conn.closed:
+            self._fanout.send(conn, jsonrpc.notification_frame(method, params))
 
     def answered(self, conn: Connection, response: jsonrpc.Response) -> None:
         """A client's answer to a request of this host's; one it was never asked is dropped."""
@@ -98,35 +179,67 @@ class Asks:
         else:
             answer.set_result(response.result)
 
+    # -- relayed channels -------------------------------------------------------------------
+
+    def relay(self, conn: Connection, channel: str, take: Taker) -> None:
+        """Hand the action envelopes `conn` sends on its `channel` to `take`."""
+        self._relays[(conn, channel)] = take
+
+    def unrelay(self, conn: Connection, channel: str) -> None:
+        self._relays.pop((conn, channel), None)
+
+    def took_action(self, conn: Connection, params: dict[str, Any]) -> bool:
+        """An `action` envelope a client sent: whether a relay of this host's took it."""
+        take = self._relays.get((conn, str(params.get("channel"))))
+        if take is None:
+            return False
+        take(params)
+        return True
+
+    # -- clients coming and going -----------------------------------------------------------
+
+    def on_arrived(self, listener: Callable[[Connection], None]) -> None:
+        self._arrival_listeners.append(listener)
+
+    def on_gone(self, listener: Callable[[Connection], None]) -> None:
+        self._gone_listeners.append(listener)
+
     def arrived(self, conn: Connection) -> None:
         """A client introduced itself (initialize or reconnect): who waits for it has it."""
         for waiter in self._arrivals.pop(conn.client_id or "", []):
             if not waiter.done():
                 waiter.set_result(None)
+        for listener in self._arrival_listeners:
+            listener(conn)
 
     def gone(self, conn: Connection) -> None:
         """A connection closed: what was asked of it is answered with its absence."""
         for key in [key for key in self._pending if key[0] is conn]:
             answer = self._pending.pop(key)
             if not answer.done():
-                answer.set_exception(_no_connection(conn.client_id or ""))
+                answer.set_exception(no_connection(conn.client_id or ""))
+        for key in [key for key in self._relays if key[0] is conn]:
+            del self._relays[key]
+        for listener in self._gone_listeners:
+            listener(conn)
 
-    async def _connection(self, client_id: str) -> Connection:
+    async def connection(self, client_id: str) -> Connection:
+        """The client's open connection, waiting through the grace for one that just closed."""
         found = self._find(client_id)
         if found is not None:
             return found
         record = self._clients.get(client_id)
         if record is None or record.gone_since is None:
-            raise _no_connection(client_id)
+            raise no_connection(client_id)
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._arrivals.setdefault(client_id, []).append(waiter)
         try:
             await asyncio.wait_for(waiter, self._grace_s)
         except TimeoutError:
-            raise _no_connection(client_id) from None
+            raise no_connection(client_id) from None
         found = self._find(client_id)
         if found is None:
-            raise _no_connection(client_id)
+            raise no_connection(client_id)
         return found
 
     def _find(self, client_id: str) -> Connection | None:
@@ -140,7 +253,7 @@ class Asks:
         )
 
 
-def _no_connection(client_id: str) -> ProtocolError:
+def no_connection(client_id: str) -> ProtocolError:
     return ProtocolError(ErrorCode.INTERNAL_ERROR, f"No connection for authority: {client_id}")
 
 
@@ -163,6 +276,18 @@ FORWARDED: dict[str, tuple[str, ...]] = {
     "resourceRequest": ("uri",),
     "resourceCopy": ("source", "destination"),
     "resourceMove": ("source", "destination"),
+}
+
+#: Every request this host sends a client (the protocol's ServerCommandMap's resource half),
+#: and when: the README's coverage table lists them.
+ASKED: dict[str, str] = {
+    **{name: "a request about a `vscode-agent-client:` URI" for name in FORWARDED},
+    "resourceRead": "a request about a `vscode-agent-client:` URI; a message's attachment on "
+    "the sender's own client",
+    "resourceResolve": "a request about a `vscode-agent-client:` URI; the root of a watch over "
+    "a client's files",
+    "createResourceWatch": "a watch over a client's files is first subscribed (then "
+    "`subscribe` to the channel the client answers)",
 }
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ..protocol.actions import ACTIONS
 from ..protocol.methods import METHODS
+from .asks import ASKED
 from .commands import COMMANDS
 from .rules import RULES, ActionRule
 
@@ -41,6 +42,15 @@ def markdown() -> str:
     lines += [
         "",
         f"{served} of {len(METHODS)} methods served; the rest answer -32601.",
+        "",
+        "| host → client request | sent when | ahpd |",
+        "|---|---|---|",
+    ]
+    for name, when in ASKED.items():
+        lines.append(f"| `{name}` | {when} | ✅ |")
+    lines += [
+        "",
+        f"{len(ASKED)} requests sent to the client a URI names, answered back as it gave them.",
         "",
         "| action | channel | origin | since | ahpd |",
         "|---|---|---|---|---|",

@@ -40,20 +40,29 @@ def no_sessions(uri: str) -> access.Owned | None:
     return None
 
 
+def nobodys(who: str, channel: Channel) -> ProtocolError | None:
+    return None
+
+
 class Gate:
     def __init__(self, directory: Directory, fanout: Fanout) -> None:
         self.directory = directory
         self._fanout = fanout
         #: The session a channel is in, if any (the host's session table answers).
         self.session_of: Callable[[str], access.Owned | None] = no_sessions
+        #: Why a principal (by ref) may not watch a resource watch channel beyond its grant
+        #: (one over a client's files is that client's person's alone), or None.
+        self.watch_owner: Callable[[str, Channel], ProtocolError | None] = nobodys
 
     def watch_refusal(self, principal: Principal, channel: Channel) -> ProtocolError | None:
         """Why a principal may not watch a channel (-32009), or None: its kind's grant, and,
         for a session's channels (its chats, its changesets, the terminals it claims), that
-        session."""
+        session; for a watch over a client's files, that client's being theirs."""
         needed = grants.SUBSCRIBE.get(channel.kind)
         if needed is not None and not any(principal.may(n) for n in needed):
             return denied(principal, needed[0])
+        if channel.kind == "resourceWatch":
+            return self.watch_owner(principal.ref, channel)
         in_session = channel.kind in ("session", "chat", "changeset", "terminal")
         record = self.session_of(channel.uri) if in_session else None
         reason = access.refusal(principal, record, access.READ_SESSION) if record else None

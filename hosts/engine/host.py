@@ -91,7 +91,8 @@ class Host:
                 *((settings.state_dir,) if settings.state_dir is not None else ()),
             ),
         )
-        self.watches = Watches(self.fanout, self.served, settings.presence_grace_s)
+        self.watches = Watches(self.fanout, self.served, self.asks, settings.presence_grace_s)
+        self.gate.watch_owner = self.watches.refusal
         #: Each session's uncommitted changes, where it works in git.
         self.changesets = Changesets(
             self.fanout,

@@ -40,6 +40,12 @@ class Router:
         if isinstance(incoming, jsonrpc.Response):
             self.host.asks.answered(conn, incoming)
             return
+        if (
+            incoming.method == "action"
+            and not incoming.has_id
+            and self.host.asks.took_action(conn, incoming.params)
+        ):
+            return  # a client's batch on a watch this host subscribed to (asks.py)
         answer = await self.handle(conn, incoming)
         if answer is not None:
             self.host.fanout.send(conn, answer)

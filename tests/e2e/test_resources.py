@@ -318,6 +318,150 @@ async def test_a_watch_is_refused_where_nothing_may_be_watched(server, connect, 
     assert (error.code, error.message) == (-32009, "user:nil may not file:watch here")
 
 
+def relaying(theirs: str, refuse: str | None = None):
+    """A client's answers for a watch over its own files: `theirs` is the channel it watches
+    on; `refuse` the root (as it knows it) it will not watch."""
+
+    async def serves(method: str, params: dict) -> dict:
+        if method == "resourceResolve":
+            return {"uri": params["uri"], "type": "directory"}
+        if method == "createResourceWatch":
+            if params["uri"] == refuse:
+                raise RpcError({"code": -32009, "message": "not watched from here"})
+            return {"channel": theirs}
+        if method == "subscribe":
+            state = {"root": "file:///home/me/project", "recursive": True}
+            return {"snapshot": {"resource": theirs, "state": state, "fromSeq": 0}}
+        raise RpcError({"code": -32601, "message": f"Method not found: {method}"})
+
+    return serves
+
+
+async def say_changed(client: Client, theirs: str, *items: tuple[str, str]) -> None:
+    """A client says changes on the watch channel it answered, over the action envelope."""
+    changes = [{"uri": uri, "type": kind} for uri, kind in items]
+    await client.notify(
+        "action",
+        {
+            "channel": theirs,
+            "serverSeq": 1,
+            "action": {"type": "resourceWatch/changed", "changes": {"items": changes}},
+        },
+    )
+
+
+async def test_a_watch_over_a_clients_files_is_asked_of_it_and_relayed(server, connect):
+    laptop_id = f"laptop-{uuid.uuid4().hex[:6]}"
+    laptop = await connect(server.url, client_id=laptop_id)
+    seq = (await laptop.initialize())["serverSeq"]
+    theirs = f"ahp-resource-watch:/{uuid.uuid4()}"
+    laptop.serves = relaying(theirs)
+    window = await connect(server.url)
+    await window.initialize()
+    root = on(laptop, "/home/me/project")
+    params = {"uri": root, "recursive": True, "excludes": {"items": ["*.log"]}}
+    channel = (await ask(window, "createResourceWatch", **params))["channel"]
+    # The root is checked first, of the client: it says whether it is there.
+    assert channel.startswith("ahp-resource-watch://r/")
+    assert laptop.asked == [
+        ("resourceResolve", {"channel": ROOT, "uri": "file:///home/me/project"})
+    ]
+    snapshot = (await window.request("subscribe", {"channel": channel}))["snapshot"]
+    assert snapshot["state"] == {"root": root, "recursive": True, "excludes": {"items": ["*.log"]}}
+    # Answered once the laptop was asked for the watch and subscribed to the channel it gave.
+    assert laptop.asked[1:] == [
+        (
+            "createResourceWatch",
+            {
+                "channel": ROOT,
+                "uri": "file:///home/me/project",
+                "recursive": True,
+                "excludes": {"items": ["*.log"]},
+            },
+        ),
+        ("subscribe", {"channel": theirs}),
+    ]
+    await say_changed(
+        laptop,
+        theirs,
+        ("file:///home/me/project/src/a.ts", "updated"),
+        ("file:///home/me/elsewhere.txt", "added"),  # not under the root: not said
+    )
+    seen = await window.wait_for(lambda: changed(window, channel))
+    assert seen == [{"uri": on(laptop, "/home/me/project/src/a.ts"), "type": "updated"}]
+
+    # The laptop drops and comes back: it is asked for the watch again.
+    await laptop.close()
+    back = await connect(server.url, client_id=laptop_id)
+    back.serves = relaying(theirs)
+    await back.request(
+        "reconnect",
+        {"channel": ROOT, "clientId": laptop_id, "lastSeenServerSeq": seq, "subscriptions": []},
+    )
+    await back.wait_for(lambda: ("subscribe", {"channel": theirs}) in back.asked)
+    await say_changed(back, theirs, ("file:///home/me/project/new.ts", "added"))
+    await window.wait_for(lambda: len(changed(window, channel)) == 2)
+    assert changed(window, channel)[-1] == {
+        "uri": on(laptop, "/home/me/project/new.ts"),
+        "type": "added",
+    }
+    # Only the client asked may say a watch's changes: another's envelope is not taken.
+    await say_changed(window, theirs, ("file:///home/me/project/forged.ts", "added"))
+    assert (await window.wait_error_without_id())["code"] == -32601
+    await back.settle()
+    assert len(changed(window, channel)) == 2
+    await window.assert_conforms(ROOT)
+
+
+async def test_a_watch_over_a_clients_files_is_that_persons_alone(server, connect, tokens):
+    laptop = await connect(server.url, client_id=f"laptop-{uuid.uuid4().hex[:6]}")
+    await laptop.initialize()
+    theirs = f"ahp-resource-watch:/{uuid.uuid4()}"
+    laptop.serves = relaying(theirs, refuse="file:///home/me/secret")
+    window = await connect(server.url)
+    await window.initialize()
+    root = on(laptop, "/home/me/project")
+    channel = (await ask(window, "createResourceWatch", uri=root))["channel"]
+    asked = len(laptop.asked)
+
+    guest = await connect(server.url, token=tokens["gus"])
+    await guest.initialize()
+    # Another person may neither make a watch over the laptop nor watch one made.
+    error = await refused(guest, "createResourceWatch", uri=root)
+    assert (error.code, error.message) == (-32009, f"Permission denied: {root}")
+    with pytest.raises(RpcError) as denied:
+        await guest.request("subscribe", {"channel": channel})
+    assert (denied.value.code, denied.value.message) == (-32009, f"Permission denied: {root}")
+    assert len(laptop.asked) == asked
+    # A client never here is the seed's -32603.
+    never = "vscode-agent-client://never-here/file/-/x"
+    error = await refused(window, "createResourceWatch", uri=never)
+    assert (error.code, error.message) == (-32603, "No connection for authority: never-here")
+
+    # The client's own refusal of the watch comes back to the subscriber as it gave it, the
+    # subscriber does not hold the channel, and the refusal is logged.
+    secret = on(laptop, "/home/me/secret")
+    channel = (await ask(window, "createResourceWatch", uri=secret))["channel"]
+    with pytest.raises(RpcError) as refused_watch:
+        await window.request("subscribe", {"channel": channel})
+    assert (refused_watch.value.code, refused_watch.value.message) == (
+        -32009,
+        "not watched from here",
+    )
+    assert server.wait_output(
+        lambda line: (
+            f"client {laptop.client_id} refused createResourceWatch of {secret}: -32009" in line
+        )
+    )
+
+
+def on(client: Client, at: str = "/") -> str:
+    """The client-scheme URI of a file on `client`, as VS Code writes one: an empty
+    authority is `-` (`file:///work/a.ts` on client `editor` is
+    `vscode-agent-client://editor/file/-/work/a.ts`)."""
+    return f"vscode-agent-client://{client.client_id}/file/-{at}"
+
+
 async def test_a_clients_own_files_are_asked_of_that_client(server, connect, tokens):
     laptop = await connect(server.url, client_id=f"laptop-{uuid.uuid4().hex[:6]}")
     await laptop.initialize()
@@ -329,44 +473,98 @@ async def test_a_clients_own_files_are_asked_of_that_client(server, connect, tok
         if method == "resourceMove":
             files[params["destination"]] = files.pop(params["source"])
             return {}
+        if method == "resourceRead" and params["uri"].startswith("untitled:"):
+            return {"data": "an unsaved buffer", "encoding": "utf-8"}
         raise RpcError({"code": -32008, "message": f"Resource not found: {params['uri']}"})
 
     laptop.serves = serves
-    base = f"vscode-agent-client://{laptop.client_id}/file/"
     # The same person, from another window: the host asks the laptop, as it knows the file.
     window = await connect(server.url)
     await window.initialize()
-    read = await ask(window, "resourceRead", uri=base + "/home/me/notes.md")
+    read = await ask(window, "resourceRead", uri=on(laptop, "/home/me/notes.md"))
     assert read == {"data": "kept on the laptop", "encoding": "utf-8"}
     assert laptop.asked[-1] == (
         "resourceRead",
         {"channel": ROOT, "uri": "file:///home/me/notes.md"},
     )
-    missing = await refused(window, "resourceRead", uri=base + "/home/me/none")
+    missing = await refused(window, "resourceRead", uri=on(laptop, "/home/me/none"))
     assert (missing.code, missing.message) == (-32008, "Resource not found: file:///home/me/none")
     await ask(
         window,
         "resourceMove",
-        source=base + "/home/me/notes.md",
-        destination=base + "/home/me/moved.md",
+        source=on(laptop, "/home/me/notes.md"),
+        destination=on(laptop, "/home/me/moved.md"),
     )
+    assert laptop.asked[-1][1]["destination"] == "file:///home/me/moved.md"
     assert "file:///home/me/moved.md" in files
+    # A URI with no path of slashes is VS Code's `<scheme>!`: an editor's unsaved buffer.
+    buffer = f"vscode-agent-client://{laptop.client_id}/untitled!/-/Untitled-1"
+    assert (await ask(window, "resourceRead", uri=buffer))["data"] == "an unsaved buffer"
+    assert laptop.asked[-1][1]["uri"] == "untitled:Untitled-1"
 
-    # Another person may not have the host read somebody else's laptop.
+
+async def test_nobody_has_the_host_ask_another_persons_client(server, connect, tokens):
+    laptop = await connect(server.url, client_id=f"laptop-{uuid.uuid4().hex[:6]}")
+    await laptop.initialize()
     guest = await connect(server.url, token=tokens["gus"])
     await guest.initialize()
-    uri = base + "/home/me/moved.md"
+    # Another person's client: -32009, and the laptop is never asked.
+    uri = on(laptop, "/home/me/notes.md")
     denied = await refused(guest, "resourceRead", uri=uri)
     assert (denied.code, denied.message) == (-32009, f"Permission denied: {uri}")
-    asked = len(laptop.asked)
+    denied = await refused(guest, "resourceRequest", uri=uri, read=True)
+    assert (denied.code, denied.message) == (-32009, f"Permission denied: {uri}")
+    assert laptop.asked == []
+    # A client nobody introduced is the seed's words: the id is anybody's to choose, so saying
+    # it is not here tells nobody anything (initialize already says whether an id is taken).
+    nobody = f"vscode-agent-client://nobody-{uuid.uuid4().hex[:6]}/file/-/x"
+    for who in (guest, laptop):
+        gone = await refused(who, "resourceRead", uri=nobody)
+        assert (gone.code, gone.message) == (
+            -32603,
+            f"No connection for authority: {nobody.split('/')[2]}",
+        )
 
-    # A client that is not here is refused in VS Code's words.
-    gone = await refused(window, "resourceRead", uri="vscode-agent-client://nobody/file//x")
-    assert (gone.code, gone.message) == (
-        -32009,
-        "Permission denied: vscode-agent-client://nobody/file//x",
+
+async def test_a_resource_request_is_answered_yes_and_logged(server, client, folder):
+    inside = (folder / "asked.txt").as_uri()
+    assert await ask(client, "resourceRequest", uri=inside, read=True) == {}
+    assert await ask(client, "resourceRequest", uri=inside, write=True) == {}
+    # Any URI, as the reference answers: the operation that follows is where a refusal comes.
+    assert await ask(client, "resourceRequest", uri="file:///etc/passwd") == {}
+    assert server.wait_output(lambda line: f"for write access to {inside}" in line)
+    assert server.wait_output(lambda line: "for read access to file:///etc/passwd" in line)
+    refused_write = await refused(
+        client, "resourceWrite", uri="file:///etc/passwd", data="x", encoding="utf-8"
     )
-    assert len(laptop.asked) == asked
+    assert refused_write.code == -32009
+
+
+async def test_a_resource_request_under_the_client_scheme_asks_the_client(server, connect):
+    laptop = await connect(server.url, client_id=f"laptop-{uuid.uuid4().hex[:6]}")
+    await laptop.initialize()
+
+    async def serves(method: str, params: dict) -> dict:
+        if params.get("write"):
+            raise RpcError({"code": -32009, "message": "published read-only"})
+        return {}
+
+    laptop.serves = serves
+    window = await connect(server.url)
+    await window.initialize()
+    uri = on(laptop, "/home/me/project")
+    assert await ask(window, "resourceRequest", uri=uri, read=True) == {}
+    assert laptop.asked[-1] == (
+        "resourceRequest",
+        {"channel": ROOT, "uri": "file:///home/me/project", "read": True},
+    )
+    # The client's refusal comes back as it sent it, and is logged with the method, the URI,
+    # the client and the code: the one place all four are seen at once.
+    no = await refused(window, "resourceRequest", uri=uri, write=True)
+    assert (no.code, no.message) == (-32009, "published read-only")
+    assert server.wait_output(
+        lambda line: f"client {laptop.client_id} refused resourceRequest of {uri}: -32009" in line
+    )
 
 
 async def test_a_client_that_drops_is_waited_for_through_the_grace(server, connect):
@@ -376,7 +574,7 @@ async def test_a_client_that_drops_is_waited_for_through_the_grace(server, conne
     await laptop.close()
     window = await connect(server.url)
     await window.initialize()
-    uri = f"vscode-agent-client://{laptop_id}/file//home/me/a.txt"
+    uri = f"vscode-agent-client://{laptop_id}/file/-/home/me/a.txt"
     asking = asyncio.ensure_future(ask(window, "resourceRead", uri=uri))
     back = await connect(server.url, client_id=laptop_id)
 
@@ -405,9 +603,31 @@ async def test_a_client_that_goes_while_asked_is_no_connection(server, connect):
     laptop.serves = serves
     window = await connect(server.url)
     await window.initialize()
-    uri = f"vscode-agent-client://{laptop_id}/file//home/me/a.txt"
+    uri = f"vscode-agent-client://{laptop_id}/file/-/home/me/a.txt"
     asking = asyncio.ensure_future(refused(window, "resourceRead", uri=uri))
     await asyncio.wait_for(asked.wait(), 10)
     await laptop.close()
     gone = await asking
     assert (gone.code, gone.message) == (-32603, f"No connection for authority: {laptop_id}")
+
+
+# Last in the module: it restarts the server.
+async def test_a_watch_channel_named_after_a_restart_is_watched_again(server, folder):
+    client = await Client.open(server.url)
+    try:
+        await client.initialize()
+        channel = (await ask(client, "createResourceWatch", uri=folder.as_uri()))["channel"]
+    finally:
+        await client.close()
+    server.restart()
+    again = await Client.open(server.url)
+    try:
+        await again.initialize()
+        snapshot = (await again.request("subscribe", {"channel": channel}))["snapshot"]
+        assert snapshot["state"] == {"root": folder.as_uri(), "recursive": False}
+        (folder / "after.txt").write_text("written after the restart")
+        made = (folder / "after.txt").as_uri()
+        await again.wait_for(lambda: any(c["uri"] == made for c in changed(again, channel)))
+    finally:
+        await again.close()
+        again.assert_schema_clean()

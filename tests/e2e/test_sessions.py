@@ -13,7 +13,7 @@ import pytest
 
 from tests.support.client import Client, RpcError
 from tests.support.fake_openai import FakeOpenAi
-from tests.support.server import ServerProcess
+from tests.support.server import REPO, ServerProcess
 
 ROOT = "ahp-root://"
 PRESENCE_GRACE_MS = 400
@@ -805,3 +805,16 @@ async def test_attachments_reach_the_model_inlined_or_as_images(server, connect,
     assert image["image_url"]["url"] == "data:image/png;base64," + base64.b64encode(png).decode()
     kept = client.tracked[chat][0]["turns"][-1]["message"]["attachments"]
     assert [a["label"] for a in kept] == ["plan.md", "dot.png", "passwd"]
+
+
+async def test_a_session_naming_no_folder_works_in_the_first_served_folder(server, connect):
+    # This module's server serves the checkout, then the temporary directory (AHPD_PATHS).
+    client = await connect(server.url)
+    await client.initialize()
+    uri = f"ahp-session:/{uuid.uuid4()}"
+    await client.request(
+        "createSession",
+        {"channel": uri, "provider": "local", "activeClient": {"clientId": client.client_id}},
+    )
+    state = (await client.request("subscribe", {"channel": uri}))["snapshot"]["state"]
+    assert state["workingDirectories"] == [REPO.as_uri()]

@@ -25,6 +25,8 @@ from tests.support.client import Client
 from tests.support.server import REPO, ServerProcess
 
 AGENT = REPO / "tests" / "agents" / "fake_acp_agent.py"
+#: A file attached is read for the agent up to this many bytes; a larger one is left as sent.
+FETCH_LIMIT = 1024
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +54,12 @@ def server(workdir):
             }
         )
     )
-    process = ServerProcess(env_extra={"AHPD_CONFIG": str(config)}).start()
+    process = ServerProcess(
+        env_extra={
+            "AHPD_CONFIG": str(config),
+            "AHPD_ATTACHMENT_FETCH_LIMIT_BYTES": str(FETCH_LIMIT),
+        }
+    ).start()
     yield process
     process.close()
     config.unlink()
@@ -407,8 +414,8 @@ async def test_attachments_reach_the_agent_as_its_prompt_capabilities_allow(
     (workdir / "notes.txt").write_text("the notes")
     png = bytes([0x89, 0x50, 0x4E, 0x47, 0, 1, 2, 3])
     # The sender's own client holds one file (asked of it); another's is not asked at all.
-    own = f"vscode-agent-client://{client.client_id}/file//home/me/y.txt"
-    elsewhere = "vscode-agent-client://someone-else/file//home/me/z.txt"
+    own = f"vscode-agent-client://{client.client_id}/file/-/home/me/y.txt"
+    elsewhere = "vscode-agent-client://someone-else/file/-/home/me/z.txt"
 
     async def serves(method: str, params: dict) -> dict:
         assert (method, params["uri"]) == ("resourceRead", "file:///home/me/y.txt")
@@ -439,3 +446,51 @@ async def test_attachments_reach_the_agent_as_its_prompt_capabilities_allow(
         '<attachment name="selection">\nselected text\n</attachment>',
         "heard",
     ]
+
+
+async def test_an_attachment_over_the_fetch_limit_is_left_as_sent_and_kept_past_a_restart(
+    server, connect, workdir
+):
+    client = await connect(server.url)
+    await client.initialize()
+    _, chat = await acp_session(client, workdir)
+    big = workdir / "big.txt"
+    big.write_text("x" * (FETCH_LIMIT + 1))
+    # The sender's client says one is too big (never asked), and answers another too big.
+    hinted = f"vscode-agent-client://{client.client_id}/file/-/home/me/huge.bin"
+    grown = f"vscode-agent-client://{client.client_id}/file/-/home/me/grown.txt"
+
+    async def serves(method: str, params: dict) -> dict:
+        return {"data": "y" * (FETCH_LIMIT + 1), "encoding": "utf-8"}
+
+    client.serves = serves
+    action = turn("heard")
+    attachments = [
+        {"type": "resource", "uri": big.as_uri(), "label": "big.txt"},
+        {"type": "resource", "uri": hinted, "label": "huge.bin", "sizeHint": FETCH_LIMIT + 1},
+        {"type": "resource", "uri": grown, "label": "grown.txt"},
+    ]
+    action["message"]["attachments"] = attachments
+    await client.dispatch_and_wait(chat, action)
+    await client.wait_action(ended(chat, action["turnId"]), timeout=30)
+    prompts = json.loads(last_reply(client, chat).removeprefix("heard: "))
+    assert prompts[-1] == [f"[link {big.as_uri()}]", f"[link {hinted}]", f"[link {grown}]", "heard"]
+    assert client.asked == [
+        (
+            "resourceRead",
+            {"channel": "ahp-root://", "uri": "file:///home/me/grown.txt", "encoding": "base64"},
+        )
+    ]
+    await client.close()
+
+    # The stored turn keeps its message's attachments as sent: a restart shows them.
+    server.restart()
+    again = await Client.open(server.url)
+    try:
+        await again.initialize()
+        state = (await again.request("subscribe", {"channel": chat}))["snapshot"]["state"]
+        [kept] = [t for t in state["turns"] if t["id"] == action["turnId"]]
+        assert kept["message"]["attachments"] == attachments
+    finally:
+        await again.close()
+        again.assert_schema_clean()

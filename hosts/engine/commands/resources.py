@@ -51,7 +51,7 @@ def or_the_clients(method: str, handler: Handler) -> Handler:
             return await handler(host, conn, params)
         assert isinstance(uri, str)
         said = asks.as_the_client_knows(params, named[0], method)
-        answer: dict[str, Any] = await host.asks.ask(conn.principal, uri, method, said)
+        answer: dict[str, Any] = await host.asks.ask(conn.principal.ref, uri, method, said)
         return answer
 
     handle.__name__ = handle.__qualname__ = handler.__name__
@@ -182,8 +182,9 @@ async def _copy_or_move(
 async def create_resource_watch(
     host: Host, conn: Connection, params: dict[str, Any]
 ) -> dict[str, Any]:
-    """The watch's channel; its watcher is attached when the client subscribes to it."""
-    return {"channel": host.watches.create(params)}
+    """The watch's channel; its watcher is attached when the client subscribes to it (over a
+    client's own files, that client is asked for the watch then: client_watches.py)."""
+    return {"channel": await host.watches.create(params, conn.principal.ref)}
 
 
 async def resource_request(host: Host, conn: Connection, params: dict[str, Any]) -> dict[str, Any]:

@@ -24,7 +24,12 @@ async def subscribe(host: Host, conn: Connection, params: dict[str, Any]) -> dic
         if refused is not None:
             raise refused
     host.fanout.subscribe(conn, channel)
-    await host.watches.attached(channel.uri)
+    try:
+        await host.watches.attached(channel.uri)
+    except ProtocolError:
+        # The client a watch is asked of refused it: said as it said it, and not watched.
+        host.fanout.unsubscribe(conn, channel)
+        raise
     await host.changesets.attached(channel.uri)
     # The automations catalogue is answered under the spelling the client used; the root is
     # answered as ahp-root:// whatever spelling asked for it.

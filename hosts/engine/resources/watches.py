@@ -6,8 +6,9 @@ A watch channel names everything about its watch, as VS Code's host names one: i
 asked for (a subscribe after a restart resumes it), and creating the same watch twice is one
 channel. The watcher (watchfiles, the OS's own notifications) is attached at the channel's
 first subscriber and released once the last has been gone for the grace (VS Code's 30 s),
-which a subscribe calls off. Its batches are said as `resourceWatch/changed`, only of paths
-inside the fence.
+which a subscribe calls off; one nobody subscribes to is released after the grace too. Its
+batches are said as `resourceWatch/changed`, only of paths inside the fence. A watch whose root
+is a client's own (`vscode-agent-client:`) is that client's to keep: client_watches.py.
 """
 
 from __future__ import annotations
@@ -25,8 +26,13 @@ import orjson
 from watchfiles import Change, awatch
 
 from ...protocol.errors import ErrorCode, ProtocolError, invalid_params
+from ...protocol.uris import ROOT_URI
+from ..asks import Asks, client_uri
 from ..channel import Channel
+from ..clock import Cancellable, Later, call_later
+from ..connection import Connection
 from ..fanout import Fanout
+from .client_watches import ClientWatch
 from .served import Served
 
 log = logging.getLogger("ahpd.engine")
@@ -70,7 +76,11 @@ def state_of(uri: str) -> dict[str, Any] | None:
     encoded = uri.removeprefix(PREFIX)
     try:
         raw = orjson.loads(base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)))
-        return watch_state(raw, "subscribe") if isinstance(raw, dict) else None
+        if not isinstance(raw, dict) or set(raw) - {"root", "recursive", "includes", "excludes"}:
+            return None
+        # The name holds the state (its `root`), checked as the params that made it were.
+        state = watch_state({**raw, "uri": raw.get("root")}, "subscribe")
+        return state if channel_uri(state) == uri else None
     except (ValueError, binascii.Error, ProtocolError):
         return None
 
@@ -96,7 +106,7 @@ class Watch:
         self._fanout = fanout
         self._task: asyncio.Task[None] | None = None
         self._stop = asyncio.Event()
-        self.release_timer: asyncio.TimerHandle | None = None
+        self.release_timer: Cancellable | None = None
 
     @property
     def running(self) -> bool:
@@ -156,25 +166,52 @@ class Watch:
 
 
 class Watches:
-    """Every watch channel open here, by URI."""
+    """Every watch channel open here, by URI: over the served folders' files, or relayed from
+    a client's own (client_watches.py)."""
 
-    def __init__(self, fanout: Fanout, served: Served, grace_s: float) -> None:
+    def __init__(
+        self, fanout: Fanout, served: Served, asks: Asks, grace_s: float, later: Later = call_later
+    ) -> None:
         self._fanout = fanout
         self._served = served
+        self._asks = asks
         self._grace_s = grace_s
-        self._watches: dict[str, Watch] = {}
+        self._later = later
+        self._watches: dict[str, Watch | ClientWatch] = {}
         fanout.on_joined(self._joined)
         fanout.on_left(self._left)
+        asks.on_arrived(self._arrived)
+        asks.on_gone(self._gone)
 
-    def create(self, params: dict[str, Any]) -> str:
-        """The channel of the watch `params` asks for (made, not yet watching)."""
+    async def create(self, params: dict[str, Any], who: str) -> str:
+        """The channel of the watch `params` asks for (made, not yet watching), as `who` (a
+        principal's ref) asks it. The root is checked first: -32008 when it is not there,
+        -32009 where it may not be read; a client's root is the client's to say."""
         state = watch_state(params, "createResourceWatch")
+        uri = channel_uri(state)
+        named = client_uri(state["root"])
+        if named is not None:
+            client_id = self._asks.permit(who, state["root"])
+            check = {"channel": ROOT_URI, "uri": named[1]}
+            await self._asks.ask(who, state["root"], "resourceResolve", check)
+            self._open_client(uri, state, client_id)
+            return uri
         root = self._served.path_of(state["root"], "createResourceWatch")
         if not root.exists():
             raise ProtocolError(ErrorCode.NOT_FOUND, f"Resource not found: {state['root']}")
-        uri = channel_uri(state)
         self._open(uri, state, root)
         return uri
+
+    def refusal(self, who: str, channel: Channel) -> ProtocolError | None:
+        """Why `who` may not watch a watch channel beyond its grant (a client's files are its
+        person's alone, asks.py), or None."""
+        if not isinstance(self._watches.get(channel.uri), ClientWatch):
+            return None
+        try:
+            self._asks.permit(who, str(channel.state["root"]))
+        except ProtocolError as refused:
+            return refused
+        return None
 
     def wake(self, uri: str) -> None:
         """Open the watch channel a URI names, if it names one this host can watch."""
@@ -182,6 +219,11 @@ class Watches:
             return
         state = state_of(uri)
         if state is None:
+            return
+        named = client_uri(state["root"])
+        if named is not None:
+            if self._asks.knows(named[0]):
+                self._open_client(uri, state, named[0])
             return
         try:
             root = self._served.path_of(state["root"], "subscribe")
@@ -193,7 +235,21 @@ class Watches:
     def _open(self, uri: str, state: dict[str, Any], root: Path) -> None:
         if uri not in self._watches:
             channel = self._fanout.open(Channel(uri, "resourceWatch", state))
-            self._watches[uri] = Watch(channel, root, self._served, self._fanout)
+            self._keep(Watch(channel, root, self._served, self._fanout))
+
+    def _open_client(self, uri: str, state: dict[str, Any], client_id: str) -> None:
+        if uri not in self._watches:
+            channel = self._fanout.open(Channel(uri, "resourceWatch", state))
+            self._keep(ClientWatch(channel, client_id, self._asks, self._fanout))
+
+    def _keep(self, watch: Watch | ClientWatch) -> None:
+        # A watch nobody subscribes to is released after the grace as well.
+        self._watches[watch.channel.uri] = watch
+        self._put_off(watch)
+
+    def _put_off(self, watch: Watch | ClientWatch) -> None:
+        if watch.release_timer is None:
+            watch.release_timer = self._later(self._grace_s, lambda: self._releasing(watch))
 
     def _joined(self, channel: Channel) -> None:
         watch = self._watches.get(channel.uri)
@@ -205,19 +261,27 @@ class Watches:
         watch.start()
 
     def _left(self, client_id: str, channels: list[Channel], dropped: bool) -> None:
-        loop = asyncio.get_running_loop()
         for channel in channels:
             watch = self._watches.get(channel.uri)
-            if watch is None or channel.subscribers or watch.release_timer is not None:
-                continue
-            watch.release_timer = loop.call_later(self._grace_s, self._releasing, watch)
+            if watch is not None and not channel.subscribers:
+                self._put_off(watch)
 
-    def _releasing(self, watch: Watch) -> None:
+    def _arrived(self, conn: Connection) -> None:
+        for watch in list(self._watches.values()):
+            if isinstance(watch, ClientWatch):
+                watch.arrived(conn)
+
+    def _gone(self, conn: Connection) -> None:
+        for watch in list(self._watches.values()):
+            if isinstance(watch, ClientWatch):
+                watch.gone(conn)
+
+    def _releasing(self, watch: Watch | ClientWatch) -> None:
         asyncio.get_running_loop().create_task(self._release(watch))
 
-    async def _release(self, watch: Watch) -> None:
+    async def _release(self, watch: Watch | ClientWatch) -> None:
         watch.release_timer = None
-        if watch.channel.subscribers:
+        if watch.channel.subscribers or self._watches.get(watch.channel.uri) is not watch:
             return
         self._watches.pop(watch.channel.uri, None)
         self._fanout.close(watch.channel.uri)
@@ -226,10 +290,17 @@ class Watches:
     async def attached(self, uri: str) -> None:
         """Return once a watch channel's watcher has taken its first step, in which watchfiles
         registers the OS's watch: a subscriber answered may change files and be told. (A task
-        made runs before what awaits after it: the loop runs ready callbacks in order.)"""
+        made runs before what awaits after it: the loop runs ready callbacks in order.) A
+        client's watch returns once the client answered it, or raises its refusal."""
         watch = self._watches.get(uri)
-        if watch is not None and watch.running:
+        if isinstance(watch, ClientWatch):
+            await watch.attached()
+        elif watch is not None and watch.running:
             await asyncio.sleep(0)
+
+    def is_open(self, uri: str) -> bool:
+        """Whether a watch channel is open here (not yet released)."""
+        return uri in self._watches
 
     @property
     def watching(self) -> int:
