@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import signal
 from pathlib import Path
 
 import pytest
@@ -157,4 +158,21 @@ async def test_an_agents_command_runs_in_a_terminal_its_session_claims(fast_kill
         await sleeping.kill()
         assert await asyncio.wait_for(sleeping.wait(), 10) == TerminalExit(None, "SIGHUP")
     finally:
+        await host.stop()
+
+
+async def test_a_server_that_ignores_hangups_still_hangs_up_its_terminals(fast_kill, tmp_path):
+    """Under nohup (or a supervisor ignoring SIGHUP) the ignored signal would pass to every
+    shell through exec; a terminal's process starts with the signals at their defaults."""
+    host = Host(MemoryStore(), HostSettings(terminals=fast_kill, close_wait_s=0.1))
+    await host.start()
+    was = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        agent = AgentTerminals(host.terminals, "ahp-session:/s", "ahp-chat:/c")
+        env = {"PATH": os.environ["PATH"]}
+        sleeping = agent.open(["sleep", "30"], title="sleep", cwd=tmp_path, env=env, turn_id=None)
+        await sleeping.kill()
+        assert await asyncio.wait_for(sleeping.wait(), 10) == TerminalExit(None, "SIGHUP")
+    finally:
+        signal.signal(signal.SIGHUP, was)
         await host.stop()

@@ -34,6 +34,15 @@ MAX_PENDING_INPUT = 1024 * 1024
 #: How long after the shell exited its output may still drain (a background job holding the
 #: pty open would otherwise keep the terminal from ever being said to have exited).
 DRAIN_AFTER_EXIT_S = 1.0
+#: Put back to their defaults in the terminal's process before its exec.
+RESET_IN_CHILD = (
+    signal.SIGHUP,
+    signal.SIGINT,
+    signal.SIGQUIT,
+    signal.SIGTERM,
+    signal.SIGPIPE,
+    signal.SIGXFSZ,
+)
 
 
 def exit_code(status: int) -> int:
@@ -98,14 +107,20 @@ class Pty:
         mask = self._umask
 
         def in_child() -> None:
-            os.umask(mask)
+            # An ignored signal stays ignored across exec: a server started under nohup (or by
+            # a supervisor that ignores SIGHUP), and Python's own SIGPIPE, would leave a shell
+            # that a hang-up never reaches and pipes that never break.
+            for sig in RESET_IN_CHILD:
+                signal.signal(sig, signal.SIG_DFL)
+            if mask >= 0:
+                os.umask(mask)
 
         self._proc = proc = PtyProcess.spawn(
             self._argv,
             cwd=str(self._cwd),
             env=self._env,
             dimensions=self._size,
-            preexec_fn=None if mask < 0 else in_child,
+            preexec_fn=in_child,
         )
         fd = proc.fd
         os.set_blocking(fd, False)
