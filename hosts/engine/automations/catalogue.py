@@ -151,7 +151,11 @@ class Automations:
     async def tick(self) -> None:
         """Claim what is due now and start it: the embedded scheduler's one step."""
         for uri, runs in await self.store.claim_due(self.clock()):
-            await self.claimed(uri, runs)
+            # Each on its own: one that could not be started leaves the others to start.
+            try:
+                await self.claimed(uri, runs)
+            except Exception:
+                log.exception("starting %s's claimed runs %s failed", uri, runs)
 
     async def claimed(self, uri: str, runs: list[str]) -> None:
         """Runs claimed for an automation (here or by a Celery worker): the entry read again

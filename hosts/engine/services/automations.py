@@ -78,3 +78,11 @@ async def do_automation_claimed(
     caller.may("automation:run")
     await _automations(host).claimed(automation, [str(r) for r in runs])
     return {"started": len(runs)}
+
+
+async def do_automations_here(host: Host, caller: Caller) -> dict[str, Any]:
+    """This engine keeps the automations and reads its channel: a Celery worker asks before it
+    claims anything, so nothing is claimed for a server that is not there to start it."""
+    caller.may("automation:run")
+    _automations(host)
+    return {}
