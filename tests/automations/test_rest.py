@@ -15,6 +15,7 @@ from hosts.edge import runtime
 from hosts.engine.host import Host
 from hosts.models import Membership, Role
 from tests.api.test_api_session_work import api, engine  # noqa: F401 (a fixture)
+from usage.models import UsageRecord
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -73,6 +74,12 @@ def test_an_automation_is_made_read_patched_run_and_removed(engine, tmp_path):  
     assert run["status"] == "completed" and run["origin"] == {"kind": "manual"}
     assert run["primarySession"].startswith("ahp-session:/")
     assert api().get("/api/automations/nightly/runs/?status=failed").data["count"] == 0
+    # What its session used: the sum of the session's usage records.
+    records = UsageRecord.objects.filter(session=run["primarySession"])
+    assert records.exists()
+    assert run["usage"]["records"] == records.count()
+    assert run["usage"]["inputTokens"] == sum(r.input_tokens for r in records) > 0
+    assert run["usage"]["outputTokens"] == sum(r.output_tokens for r in records) > 0
 
     assert api().delete("/api/automations/nightly/").status_code == 204
     assert api().get("/api/automations/nightly/").status_code == 404
@@ -106,6 +113,13 @@ def test_automations_are_held_to_grants_and_owners(engine, tmp_path):  # noqa: F
     assert made.status_code == 201
     assert api(guest).get("/api/automations/anas/").data["owner"] == "user:ana"
     assert api(guest).post("/api/automations/anas/run/", {}, format="json").status_code == 403
+    assert api(admin).post("/api/automations/anas/run/", {}, format="json").status_code == 202
+    runs_settled()
+    # What ana's run used is ana's usage: hers to read, and a usage:read holder's, not a guest's.
+    [seen_by_guest] = api(guest).get("/api/automations/anas/runs/").data["results"]
+    assert seen_by_guest["status"] == "completed" and seen_by_guest["usage"] is None
+    [seen_by_ana] = api(admin).get("/api/automations/anas/runs/").data["results"]
+    assert seen_by_ana["usage"]["tokens"] > 0
     assert api(guest).delete("/api/automations/anas/").status_code == 403
     assert api().get("/api/automations/anas/").status_code == 200
 
