@@ -52,6 +52,7 @@ def test_an_automation_is_made_read_patched_run_and_removed(engine, tmp_path):  
     assert made.status_code == 201, made.content
     assert made["Location"] == "http://testserver/api/automations/nightly/"
     assert made.data["resource"] == "ahp-automation:/nightly"
+    assert made.data["operations"] == ["update", "remove", "run"]
     listed = api().get("/api/automations/")
     assert listed.status_code == 200 and listed.data["count"] == 1
     read = api().get("/api/automations/nightly/")
@@ -139,6 +140,9 @@ def test_someone_elses_automation_takes_others_work(engine, tmp_path):  # noqa: 
         assert answer.status_code == 403
         assert "user:otto may not others:work here" in answer.content.decode()
     assert api(otto).get("/api/automations/olgas/").data["title"] == "From REST"
+    # An entry answered over REST offers what its caller may do, as the catalogue shows it.
+    patched = api(olga).patch("/api/automations/olgas/", {"title": "Hers"}, format="json")
+    assert patched.data["operations"] == ["update", "remove", "run"]
     ran = api(olga).post("/api/automations/olgas/run/", {}, format="json")
     assert ran.status_code == 202
     runs_settled()
@@ -149,3 +153,17 @@ def test_someone_elses_automation_takes_others_work(engine, tmp_path):  # noqa: 
         "/api/sessions/" + run["primarySession"].replace(":", "%3A").replace("/", "%2F") + "/"
     )
     assert session.data["owner"] == "user:olga"
+
+
+def test_an_entry_answered_offers_only_what_its_caller_may_do(engine, tmp_path):  # noqa: F811
+    grants = ["automation:read", "automation:create", "automation:update"]
+    Role.objects.create(name="maker", grants=grants)
+    maker = person("mia", "maker")
+    made = api(maker).post(
+        "/api/automations/", {"id": "mias", "definition": definition(tmp_path)}, format="json"
+    )
+    assert made.status_code == 201, made.content
+    assert made.data["operations"] == ["update"]
+    refused = api(maker).delete("/api/automations/mias/")
+    assert refused.status_code == 403
+    assert "user:mia may not automation:remove here" in refused.content.decode()

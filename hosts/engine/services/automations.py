@@ -9,6 +9,7 @@ from typing import Any, cast
 
 from ...protocol.errors import ErrorCode, ProtocolError, invalid_params
 from ..automations import Automations
+from ..automations.catalogue import seen_entry
 from ..host import Host
 from .caller import Caller
 
@@ -38,7 +39,7 @@ async def do_create_automation(
         raise ProtocolError(ErrorCode.ALREADY_EXISTS, f"Automation already exists: {uri}")
     if (reason := await automations.create(caller.principal.ref, uri, definition)) is not None:
         raise invalid_params(reason)
-    return automations.entry(uri)
+    return seen_entry(caller.principal, automations.entry(uri))
 
 
 async def do_update_automation(
@@ -49,7 +50,7 @@ async def do_update_automation(
     _kept(automations, caller, uri, "automation:update")
     if (reason := await automations.update(uri, changes)) is not None:
         raise invalid_params(reason)
-    return automations.entry(uri)
+    return seen_entry(caller.principal, automations.entry(uri))
 
 
 async def do_remove_automation(host: Host, caller: Caller, uri: str) -> None:
