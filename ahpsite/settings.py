@@ -287,6 +287,9 @@ CELERY_BEAT_SCHEDULE = {
     "fire-due-automations": {
         "task": "automations.tasks.fire_due_automations",
         "schedule": AHPD_AUTOMATION_TICK_SECONDS,
+        # A tick no worker took within its own period is dropped, not queued: with no worker
+        # running, beat's ticks would pile up and all run at once when one starts.
+        "options": {"expires": AHPD_AUTOMATION_TICK_SECONDS},
     }
 }
 

@@ -1,7 +1,8 @@
 """The admin's automation pages. An automation is made, changed and deleted through the
 engine's services (calls.py) as the signed-in person, with their grants, so every client of
 the catalogue is told, exactly as from the socket or REST; a refusal is said on the page and
-nothing is kept. Runs are read-only, each with a link to its session's page."""
+nothing is kept. Runs are read-only, each with a link to its session's page and what its
+sessions used."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from hosts.protocol.errors import ProtocolError
 from hosts.store import person_signed_in
 
 from .models import Automation, AutomationRun
+from .run_usage import described, usage_of_run
 
 EXAMPLE = {
     "title": "Nightly triage",
@@ -162,6 +164,7 @@ class AutomationRunAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         "status",
         "lifecycle",
         "sessions_linked",
+        "usage",
     )
     readonly_fields = fields
 
@@ -181,3 +184,8 @@ class AutomationRunAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     @admin.display(description="sessions")
     def sessions_linked(self, run: AutomationRun) -> str:
         return format_html_join(", ", "{}", ((_session_link(uri),) for uri in run.sessions)) or "-"
+
+    @admin.display(description="usage")
+    def usage(self, run: AutomationRun) -> str:
+        """What its sessions used (run_usage.py), read when the page is."""
+        return described(usage_of_run(run))

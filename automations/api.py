@@ -27,6 +27,7 @@ from hosts.api.session_views import engine_does
 from hosts.engine.clock import iso
 
 from .models import Automation, AutomationRun
+from .run_usage import may_read, usage_of_run, usage_of_runs
 from .store import run_record
 
 PREFIX = "ahp-automation:/"
@@ -70,10 +71,14 @@ class AutomationSerializer(serializers.ModelSerializer):  # type: ignore[type-ar
 
 
 class RunSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
+    """A run; `usage` is what its sessions used (run_usage.py), null to a reader who may not
+    read its owner's usage. A page's usage is read in one query (RunsView)."""
+
     resource = serializers.CharField(source="uri")
     automation = serializers.CharField(source="automation_id")
     origin = serializers.SerializerMethodField()
     primarySession = serializers.CharField(source="primary_session")  # noqa: N815
+    usage = serializers.SerializerMethodField()
 
     class Meta:
         model = AutomationRun
@@ -86,11 +91,19 @@ class RunSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
             "lifecycle",
             "sessions",
             "primarySession",
+            "usage",
         ]
 
     @extend_schema_field(OpenApiTypes.OBJECT)
     def get_origin(self, row: AutomationRun) -> dict[str, Any]:
         return dict(run_record(row)["origin"])
+
+    @extend_schema_field(OpenApiTypes.OBJECT)
+    def get_usage(self, row: AutomationRun) -> dict[str, Any] | None:
+        if not may_read(self.context["request"].user.principal, row):
+            return None
+        page: dict[str, dict[str, Any]] = self.context.get("usage") or {}
+        return page.get(row.uri) or usage_of_run(row)
 
 
 class NewAutomationSerializer(KnownFieldsOnly):
@@ -198,7 +211,8 @@ class RunNowView(APIView):
 
 
 class RunsView(generics.ListAPIView):  # type: ignore[type-arg]
-    """An automation's runs, newest first, every one kept (the catalogue shows pages)."""
+    """An automation's runs, newest first, every one kept (the catalogue shows pages), each
+    with what its sessions used."""
 
     grants = {"GET": "automation:read"}
     serializer_class = RunSerializer
@@ -213,3 +227,10 @@ class RunsView(generics.ListAPIView):  # type: ignore[type-arg]
         if not Automation.objects.filter(uri=uri).exists():
             raise exceptions.NotFound(f"Automation not found: {uri}")
         return AutomationRun.objects.filter(automation_id=uri).order_by("-created_ms", "uri")
+
+    def get_serializer(self, *args: Any, **kwargs: Any) -> serializers.BaseSerializer:  # type: ignore[type-arg]
+        if kwargs.get("many") and args:
+            page = list(args[0])
+            context = {**self.get_serializer_context(), "usage": usage_of_runs(page)}
+            return self.get_serializer_class()(page, *args[1:], context=context, **kwargs)
+        return super().get_serializer(*args, **kwargs)

@@ -1,5 +1,12 @@
 """The Celery task beat fires every few seconds: claim the due runs, and ask the server to
-start them through the channel layer (the engine reads ENGINE_CHANNEL; relay.py)."""
+start them through the channel layer (the engine reads ENGINE_CHANNEL; relay.py).
+
+Nothing is claimed unless the server answers first: a due time claimed while no server runs
+would be a pending run nobody starts, failed at the server's next start (a pending run then
+may be one its last process had begun, its session perhaps made, and the store cannot tell
+the two apart: starting it again could run one due time twice). Left unclaimed, it is claimed
+once the server is back, on time or caught up as its trigger's misfirePolicy says.
+"""
 
 from __future__ import annotations
 
@@ -14,29 +21,49 @@ from django.conf import settings
 from hosts.edge.relay import LayerRelay
 from hosts.edge.runtime import ENGINE_CHANNEL
 from hosts.engine.principal import root
+from hosts.protocol.errors import ProtocolError
 
 from .store import claim_due
 
 log = logging.getLogger("ahpd.automations")
 
+#: How long the server has to say it is there before a tick claims nothing.
+HERE_TIMEOUT_S = 5.0
+#: How long it has to take one automation's claimed runs.
+CLAIMED_TIMEOUT_S = 30.0
+
 
 @shared_task(name="automations.tasks.fire_due_automations", ignore_result=True)
 def fire_due_automations() -> int:
     """Claim what is due now (each due time once, whoever else claims it) and have the
-    engine start it; how many runs were claimed."""
-    moved = claim_due(datetime.now(UTC))
-    if not moved:
-        return 0
+    engine start it; how many runs the engine took."""
     layer = get_channel_layer()
     if layer is None:
-        log.error("no channel layer: %d automations' claimed runs cannot be started", len(moved))
+        log.error("no channel layer: due automations are left for a server that can be told")
         return 0
-    relay = LayerRelay(layer, timeout_s=30.0)
     principal = root(settings.AHPD_HOST_NAME)
-    claimed = 0
-    for uri, runs in moved:
-        async_to_sync(relay.call)(
-            ENGINE_CHANNEL, "automation_claimed", principal, {"automation": uri, "runs": runs}
+    try:
+        async_to_sync(LayerRelay(layer, timeout_s=HERE_TIMEOUT_S).call)(
+            ENGINE_CHANNEL, "automations_here", principal, {}
         )
-        claimed += len(runs)
-    return claimed
+    except ProtocolError as exc:
+        log.warning("no automation claimed: the server did not answer (%s)", exc.message)
+        return 0
+    relay = LayerRelay(layer, timeout_s=CLAIMED_TIMEOUT_S)
+    taken = 0
+    for uri, runs in claim_due(datetime.now(UTC)):
+        # Each on its own: one the server was slow to take leaves the others to be told.
+        try:
+            async_to_sync(relay.call)(
+                ENGINE_CHANNEL, "automation_claimed", principal, {"automation": uri, "runs": runs}
+            )
+        except Exception:
+            log.exception(
+                "the server was not told of %s's claimed runs %s: they stay pending until it "
+                "reads its channel, or read back failed at its next start",
+                uri,
+                runs,
+            )
+            continue
+        taken += len(runs)
+    return taken

@@ -27,7 +27,7 @@ from .channel import Channel
 from .clock import now_ms
 from .connection import Connection
 from .ports import Transport
-from .replay import Entry, ReplayRing
+from .replay import Entry, ReplayRing, View, seen
 
 log = logging.getLogger("ahpd.engine")
 
@@ -53,6 +53,10 @@ class Fanout:
         self.queue_limit = queue_limit
         #: What a connection must hold to be told an action of a type, where anything.
         self._told = told
+        #: How a principal is shown an action, by type, and a channel's state, by kind (the
+        #: state's view is the snapshot's: host.snapshot). What is held and ringed is whole.
+        self.action_views: dict[str, View] = {}
+        self.state_views: dict[str, View] = {}
         self._channels: dict[str, Channel] = {}
         self._connections: set[Connection] = set()
         self._left_listeners: list[LeftListener] = []
@@ -239,6 +243,7 @@ class Fanout:
         envelope_text = orjson.dumps(envelope).decode()
         frame = _FRAME_HEAD + envelope_text + "}"
         spec = action_spec(action["type"])
+        viewed = rejection is None and action["type"] in self.action_views
         introduced = spec.introduced_in if spec is not None else None
         needed = self._told.get(action["type"])
         self.server_seq = seq
@@ -254,6 +259,7 @@ class Fanout:
                 sender.client_id if sender is not None else None,
                 needed,
                 sender_only,
+                viewed,
             )
         )
         if sender_only:
@@ -261,22 +267,29 @@ class Fanout:
                 self._queue([sender], frame)
             return seq
         # A copy: a client found too far behind is dropped, and leaves the set, mid-loop.
-        self._queue(
-            [
-                conn
-                for conn in tuple(channel.subscribers)
-                if conn is sender
-                or (
-                    introduced is not None
-                    and conn.version is not None
-                    and introduced <= conn.version
-                    and (needed is None or conn.principal.may(needed))
-                )
-            ],
-            frame,
-        )
+        told = [
+            conn
+            for conn in tuple(channel.subscribers)
+            if conn is sender
+            or (
+                introduced is not None
+                and conn.version is not None
+                and introduced <= conn.version
+                and (needed is None or conn.principal.may(needed))
+            )
+        ]
         if sender is not None and sender not in channel.subscribers:
-            self._queue([sender], frame)
+            told.append(sender)
+        if not viewed:
+            self._queue(told, frame)
+            return seq
+        # One text per principal, serialized once: a catalogue's watchers mostly share a view.
+        by_principal: dict[Any, list[Connection]] = {}
+        for conn in told:
+            by_principal.setdefault(conn.principal, []).append(conn)
+        for principal, conns in by_principal.items():
+            text = seen(envelope_text, principal, self.action_views)
+            self._queue(conns, _FRAME_HEAD + text + "}")
         return seq
 
     def notify(

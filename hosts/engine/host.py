@@ -354,8 +354,11 @@ class Host:
         return None
 
     def snapshot(self, conn: Connection, channel: Channel, resource: str | None = None) -> Any:
-        """A channel's snapshot for one connection: the root says who it is and the grant map."""
+        """A channel's snapshot for one connection, through its kind's view (fanout.py); the root
+        says who it is and the grant map."""
         snapshot = channel.snapshot(self.fanout.server_seq, resource)
+        if (view := self.fanout.state_views.get(channel.kind)) is not None:
+            snapshot["state"] = view(conn.principal, snapshot["state"])
         if channel.kind == "root":
             state = dict(snapshot["state"])
             if not conn.principal.may(grants.TOLD["root/configChanged"]):

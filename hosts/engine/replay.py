@@ -4,10 +4,28 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
+
+import orjson
 
 from ..protocol.versions import Version
+
+#: An action (or a channel's state) as one principal is shown it, where that is less than all
+#: of it: an automation entry's operations are the ones their grants allow.
+View = Callable[[Any, Any], Any]
+
+
+def seen(envelope_text: str, principal: Any, views: Mapping[str, View]) -> str:
+    """An envelope (ringed, or being said) as `principal` is told it: through its action's
+    view, where it has one."""
+    envelope = orjson.loads(envelope_text)
+    view = views.get(envelope["action"]["type"])
+    if view is None:
+        return envelope_text
+    envelope["action"] = view(principal, envelope["action"])
+    return orjson.dumps(envelope).decode()
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +43,8 @@ class Entry:
     grant: str | None = None
     #: Said to its sender alone (an echo that moved nothing): replayed to nobody else.
     sender_only: bool = False
+    #: Told through its action's view (fanout.action_views): replayed through it too.
+    viewed: bool = False
 
     def owed(
         self,

@@ -15,6 +15,7 @@ from django.urls import reverse
 from automations.models import Automation, AutomationRun
 from tests.api.test_api_session_work import api, engine  # noqa: F401 (a fixture)
 from tests.automations.test_rest import definition, runs_settled
+from usage.models import UsageRecord
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -45,6 +46,10 @@ def test_an_automation_made_in_the_admin_is_the_engines(engine, tmp_path: Path):
     assert page.status_code == 200
     session_page = reverse("admin:hosts_storedsession_change", args=[quote(run.primary_session)])
     assert session_page in page.content.decode()
+    # What its session used, summed from the usage records.
+    records = UsageRecord.objects.filter(session=run.primary_session)
+    tokens = sum(r.tokens for r in records)
+    assert tokens > 0 and f"{tokens} tokens (" in page.content.decode()
     assert browser.get(reverse("admin:automations_automationrun_add")).status_code == 403
 
 

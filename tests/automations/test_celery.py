@@ -4,18 +4,20 @@ the channel layer, to start it. PostgreSQL + Redis only: the in-memory layer is 
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 
 from tests.automations.test_socket import (
     CATALOGUE,
-    backdate,
     created,
     entry,
     run_ended,
@@ -43,56 +45,98 @@ def server() -> Iterator[ServerProcess]:
 
 
 @pytest.fixture(scope="module")
-def worker(server: ServerProcess, workdir: Path) -> Iterator[subprocess.Popen[str]]:
+def worker_log(workdir: Path) -> Path:
+    return workdir / "worker.log"
+
+
+@pytest.fixture(scope="module")
+def worker(
+    server: ServerProcess, workdir: Path, worker_log: Path
+) -> Iterator[subprocess.Popen[str]]:
     env = {**server.env(), "AHPD_AUTOMATION_TICK_SECONDS": "1"}
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "ahpsite",
-            "worker",
-            "-B",
-            "--pool",
-            "solo",
-            "--loglevel",
-            "INFO",
-            "--schedule",
-            str(workdir / "celerybeat-schedule"),
-        ],
-        cwd=REPO,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    yield process
-    process.terminate()
-    process.wait(30)
+    with worker_log.open("w") as log:
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "ahpsite",
+                "worker",
+                "-B",
+                "--pool",
+                "solo",
+                "--loglevel",
+                "INFO",
+                "--schedule",
+                str(workdir / "celerybeat-schedule"),
+            ],
+            cwd=REPO,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        yield process
+        process.terminate()
+        process.wait(30)
+
+
+@contextmanager
+def worker_output_on_failure(log: Path) -> Iterator[None]:
+    """What the worker said, printed under a failure (pytest shows it with the test)."""
+    try:
+        yield
+    except BaseException:
+        print(f"--- the Celery worker's output ({log}) ---")
+        print(log.read_text() if log.exists() else "(none)")
+        raise
+
+
+async def worker_ticking(log: Path, timeout: float = 60) -> None:
+    """Until beat's first tick was run by the worker: a due time after it is fired on time."""
+
+    async def ticked() -> None:
+        while "fire_due_automations[" not in log.read_text() or "succeeded" not in log.read_text():
+            await asyncio.sleep(0.2)  # the worker's own log is the only thing it tells
+
+    await asyncio.wait_for(ticked(), timeout)
+
+
+def seconds_between(earlier: str, later: str) -> float:
+    return (datetime.fromisoformat(later) - datetime.fromisoformat(earlier)).total_seconds()
 
 
 async def test_a_celery_worker_starts_a_scheduled_run_in_the_running_server(
-    server, connect, workdir, worker
+    server, connect, workdir, worker, worker_log
 ):
-    client = await watching(server, connect)
-    trigger = {
-        "id": "beat",
-        "kind": "schedule",
-        "schedule": {"expression": "* * * * *", "timeZone": "UTC"},
-        "misfirePolicy": "runOnce",
-    }
-    uri = await created(client, workdir, "from celery", triggers=[trigger])
-    backdate(server, uri, 61)
-    await client.wait_for(lambda: entry(client, uri)["runs"], timeout=60)
-    run = entry(client, uri)["runs"][0]
-    assert run["origin"]["kind"] == "trigger" and run["origin"]["triggerId"] == "beat"
-    state = await run_ended(client, run["resource"], timeout=60)
-    assert state["lifecycle"]["status"] == "completed", state
-    assert worker.poll() is None
-    await client.assert_conforms(CATALOGUE)
-    # Beat keeps firing: the due time was claimed once.
-    await client.settle()
-    assert [r["origin"].get("scheduledFor") for r in entry(client, uri)["runs"]].count(
-        run["origin"]["scheduledFor"]
-    ) == 1
+    with worker_output_on_failure(worker_log):
+        await worker_ticking(worker_log)
+        client = await watching(server, connect)
+        trigger = {
+            "id": "beat",
+            "kind": "schedule",
+            "schedule": {"expression": "* * * * *", "timeZone": "UTC"},
+            "misfirePolicy": "runOnce",
+        }
+        # Due at the next minute boundary: beat ticks every second, and the worker claims it.
+        uri = await created(client, workdir, "from celery", triggers=[trigger])
+        await client.wait_for(lambda: entry(client, uri)["runs"], timeout=90)
+        run = entry(client, uri)["runs"][0]
+        origin = run["origin"]
+        assert origin["kind"] == "trigger" and origin["triggerId"] == "beat"
+        assert "catchUp" not in origin
+        state = await run_ended(client, run["resource"], timeout=60)
+        assert state["lifecycle"]["status"] == "completed", state
+        # Started within 5 s of its due time, as the server recorded both.
+        late = seconds_between(origin["scheduledFor"], state["lifecycle"]["startedAt"])
+        assert 0 <= late <= 5, (origin["scheduledFor"], state["lifecycle"])
+        assert worker.poll() is None
+        await client.assert_conforms(CATALOGUE)
+        await client.assert_conforms(run["resource"])
+        off = {"type": "automation/updateRequested", "resource": uri, "changes": {"enabled": False}}
+        assert "rejectionReason" not in await client.dispatch_and_wait(CATALOGUE, off)
+        # Beat kept firing: the due time was claimed once.
+        await client.settle()
+        scheduled = [r["origin"].get("scheduledFor") for r in entry(client, uri)["runs"]]
+        assert scheduled.count(origin["scheduledFor"]) == 1

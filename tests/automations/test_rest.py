@@ -15,6 +15,7 @@ from hosts.edge import runtime
 from hosts.engine.host import Host
 from hosts.models import Membership, Role
 from tests.api.test_api_session_work import api, engine  # noqa: F401 (a fixture)
+from usage.models import UsageRecord
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -51,6 +52,7 @@ def test_an_automation_is_made_read_patched_run_and_removed(engine, tmp_path):  
     assert made.status_code == 201, made.content
     assert made["Location"] == "http://testserver/api/automations/nightly/"
     assert made.data["resource"] == "ahp-automation:/nightly"
+    assert made.data["operations"] == ["update", "remove", "run"]
     listed = api().get("/api/automations/")
     assert listed.status_code == 200 and listed.data["count"] == 1
     read = api().get("/api/automations/nightly/")
@@ -73,6 +75,12 @@ def test_an_automation_is_made_read_patched_run_and_removed(engine, tmp_path):  
     assert run["status"] == "completed" and run["origin"] == {"kind": "manual"}
     assert run["primarySession"].startswith("ahp-session:/")
     assert api().get("/api/automations/nightly/runs/?status=failed").data["count"] == 0
+    # What its session used: the sum of the session's usage records.
+    records = UsageRecord.objects.filter(session=run["primarySession"])
+    assert records.exists()
+    assert run["usage"]["records"] == records.count()
+    assert run["usage"]["inputTokens"] == sum(r.input_tokens for r in records) > 0
+    assert run["usage"]["outputTokens"] == sum(r.output_tokens for r in records) > 0
 
     assert api().delete("/api/automations/nightly/").status_code == 204
     assert api().get("/api/automations/nightly/").status_code == 404
@@ -106,6 +114,13 @@ def test_automations_are_held_to_grants_and_owners(engine, tmp_path):  # noqa: F
     assert made.status_code == 201
     assert api(guest).get("/api/automations/anas/").data["owner"] == "user:ana"
     assert api(guest).post("/api/automations/anas/run/", {}, format="json").status_code == 403
+    assert api(admin).post("/api/automations/anas/run/", {}, format="json").status_code == 202
+    runs_settled()
+    # What ana's run used is ana's usage: hers to read, and a usage:read holder's, not a guest's.
+    [seen_by_guest] = api(guest).get("/api/automations/anas/runs/").data["results"]
+    assert seen_by_guest["status"] == "completed" and seen_by_guest["usage"] is None
+    [seen_by_ana] = api(admin).get("/api/automations/anas/runs/").data["results"]
+    assert seen_by_ana["usage"]["tokens"] > 0
     assert api(guest).delete("/api/automations/anas/").status_code == 403
     assert api().get("/api/automations/anas/").status_code == 200
 
@@ -125,6 +140,9 @@ def test_someone_elses_automation_takes_others_work(engine, tmp_path):  # noqa: 
         assert answer.status_code == 403
         assert "user:otto may not others:work here" in answer.content.decode()
     assert api(otto).get("/api/automations/olgas/").data["title"] == "From REST"
+    # An entry answered over REST offers what its caller may do, as the catalogue shows it.
+    patched = api(olga).patch("/api/automations/olgas/", {"title": "Hers"}, format="json")
+    assert patched.data["operations"] == ["update", "remove", "run"]
     ran = api(olga).post("/api/automations/olgas/run/", {}, format="json")
     assert ran.status_code == 202
     runs_settled()
@@ -135,3 +153,17 @@ def test_someone_elses_automation_takes_others_work(engine, tmp_path):  # noqa: 
         "/api/sessions/" + run["primarySession"].replace(":", "%3A").replace("/", "%2F") + "/"
     )
     assert session.data["owner"] == "user:olga"
+
+
+def test_an_entry_answered_offers_only_what_its_caller_may_do(engine, tmp_path):  # noqa: F811
+    grants = ["automation:read", "automation:create", "automation:update"]
+    Role.objects.create(name="maker", grants=grants)
+    maker = person("mia", "maker")
+    made = api(maker).post(
+        "/api/automations/", {"id": "mias", "definition": definition(tmp_path)}, format="json"
+    )
+    assert made.status_code == 201, made.content
+    assert made.data["operations"] == ["update"]
+    refused = api(maker).delete("/api/automations/mias/")
+    assert refused.status_code == 403
+    assert "user:mia may not automation:remove here" in refused.content.decode()

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import tempfile
 import uuid
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -308,15 +309,21 @@ async def test_a_scheduled_run_fires_once_for_its_due_time(server, connect, work
         triggers=[every_minute],
         disableConditions=[{"kind": "afterRuns", "max": 1}],
     )
+    entry_at_creation = dict(entry(client, uri))
     assert entry(client, uri)["runCount"] == 0 and entry(client, uri)["nextRunAt"]
-    # The minute boundary of the last 61 s is due: the server's own scheduler claims it.
-    backdate(server, uri, 61)
-    await client.wait_for(lambda: entry(client, uri)["runs"], timeout=30)
+    # Due at the next minute boundary: the server's own scheduler claims it.
+    await client.wait_for(lambda: entry(client, uri)["runs"], timeout=90)
     run = entry(client, uri)["runs"][0]
-    assert run["origin"]["kind"] == "trigger" and run["origin"]["triggerId"] == "each-minute"
-    assert run["origin"]["scheduledFor"]
+    origin = run["origin"]
+    assert origin["kind"] == "trigger" and origin["triggerId"] == "each-minute"
+    assert origin["scheduledFor"] == entry_at_creation["nextRunAt"] and "catchUp" not in origin
     state = await run_ended(client, run["resource"])
     assert state["lifecycle"]["status"] == "completed"
+    # Started within 5 s of its due time, as the server recorded both.
+    started = datetime.fromisoformat(state["lifecycle"]["startedAt"])
+    late = (started - datetime.fromisoformat(origin["scheduledFor"])).total_seconds()
+    assert 0 <= late <= 5, (origin, state["lifecycle"])
+    assert state["_meta"]["ahpd.owner"].startswith("root:")
     # afterRuns: 1 admitted, the automation switched itself off and says so.
     await client.wait_for(lambda: entry(client, uri)["definition"]["enabled"] is False)
     assert entry(client, uri)["runCount"] == 1

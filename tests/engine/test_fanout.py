@@ -8,6 +8,7 @@ from typing import Any
 from hosts.engine.channel import Channel
 from hosts.engine.fanout import Fanout
 from hosts.engine.principal import Principal
+from hosts.engine.replay import seen
 from hosts.protocol.uris import ROOT_URI
 from tests.support.transport import FakeTransport
 
@@ -187,3 +188,28 @@ def test_the_replay_ring_finds_what_follows_a_seq_across_a_gap():
     assert [e.server_seq for e in ring.since(3)] == [5, 6]
     assert [e.server_seq for e in ring.since(0)] == [1, 2, 5, 6]
     assert list(ring.since(6)) == []
+
+
+async def test_a_viewed_action_is_held_whole_and_told_to_each_principal_as_they_see_it():
+    core = fanout()
+    core.start()
+    root = core.open(Channel(ROOT_URI, "root", dict(ROOT_STATE)))
+    # A stand-in view: a principal is told the count only if they may read sessions.
+    core.action_views["root/activeSessionsChanged"] = lambda principal, action: (
+        action if principal.may("session:list") else {**action, "activeSessions": 0}
+    )
+    _, reader = watcher(core, root, "a", ("session:read",))
+    _, other = watcher(core, root, "b", ("file:read",))
+    _, same = watcher(core, root, "c", ("file:read",))
+    core.emit(root, {"type": "root/activeSessionsChanged", "activeSessions": 4})
+    await drained(core)
+    assert root.state["activeSessions"] == 4
+    assert reader.sent[0]["params"]["action"]["activeSessions"] == 4
+    assert other.sent[0]["params"]["action"]["activeSessions"] == 0
+    assert same.sent[0]["params"]["action"]["activeSessions"] == 0
+    # Ringed whole, and replayed through the same view.
+    [entry] = core.ring.since(0)
+    assert entry.viewed and '"activeSessions":4' in entry.envelope
+    told = seen(entry.envelope, Principal("user:d", ("file:read",)), core.action_views)
+    assert '"activeSessions":0' in told and '"serverSeq":1' in told
+    core.stop()

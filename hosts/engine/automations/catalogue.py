@@ -33,7 +33,9 @@ log = logging.getLogger("ahpd.automations")
 
 #: Runs an entry shows at first, and each fetchAutomationRuns adds.
 PAGE = 20
-OPERATIONS = ["update", "remove", "run"]
+#: What the catalogue holds on every entry; each principal is shown those of them their
+#: grants allow on it (`seen_entry`), and is refused the rest in the reference's words.
+OPERATIONS = ("update", "remove", "run")
 PREFIX = "ahp-automation:/"
 #: How a run the last process left unfinished reads back.
 INTERRUPTED = "The server stopped while this run was unfinished"
@@ -50,6 +52,40 @@ class Owned:
 
 def not_found(uri: str) -> ProtocolError:
     return ProtocolError(ErrorCode.INTERNAL_ERROR, f"Automation not found: {uri}")
+
+
+def used_elsewhere(request_id: str) -> ProtocolError:
+    return ProtocolError(
+        ErrorCode.INTERNAL_ERROR,
+        f"Automation run requestId is already used for another automation: {request_id}",
+    )
+
+
+def unavailable(operation: str, uri: str) -> str:
+    """The reference host's refusal of an operation the principal's entry does not offer."""
+    return f"Automation operation '{operation}' is not available: {uri}"
+
+
+def operations_for(principal: Principal, uri: str, owner: str) -> list[str]:
+    """The operations `principal` may do to the automation: the grant for each, and
+    others:work on someone else's (access.py), as a session of someone else's takes."""
+    owned = Owned(uri, owner)
+    return [op for op in OPERATIONS if access.refusal(principal, owned, f"automation:{op}") is None]
+
+
+def seen_entry(principal: Principal, entry: dict[str, Any]) -> dict[str, Any]:
+    """An entry as `principal` is shown it: with the operations they may do. Whose it is is
+    read off the entry itself, so a ringed automation/set replays as it was said."""
+    owner = str((entry.get("_meta") or {}).get("ahpd.owner") or "")
+    return {**entry, "operations": operations_for(principal, entry["resource"], owner)}
+
+
+def seen_set(principal: Principal, action: dict[str, Any]) -> dict[str, Any]:
+    return {**action, "automation": seen_entry(principal, action["automation"])}
+
+
+def seen_catalogue(principal: Principal, state: dict[str, Any]) -> dict[str, Any]:
+    return {**state, "entries": [seen_entry(principal, e) for e in state["entries"]]}
 
 
 class Automations:
@@ -71,6 +107,7 @@ class Automations:
         self.runs = Runs(host, store, self.records, self.say)
         self._channel: Channel | None = None
         self._scheduler: asyncio.Task[None] | None = None
+        self._pressing = asyncio.Lock()
 
     # -- life -----------------------------------------------------------------------------
 
@@ -86,6 +123,9 @@ class Automations:
         self._channel = self.host.fanout.open(
             Channel(AUTOMATIONS_URI, "automation", {"entries": self._entries()})
         )
+        # One catalogue is held; each watcher is shown its operations as their grants allow.
+        self.host.fanout.action_views["automation/set"] = seen_set
+        self.host.fanout.state_views["automation"] = seen_catalogue
 
     def start_scheduler(self, every_s: float) -> None:
         """Fire schedules from this process (the embedded deployment: no Celery)."""
@@ -111,7 +151,11 @@ class Automations:
     async def tick(self) -> None:
         """Claim what is due now and start it: the embedded scheduler's one step."""
         for uri, runs in await self.store.claim_due(self.clock()):
-            await self.claimed(uri, runs)
+            # Each on its own: one that could not be started leaves the others to start.
+            try:
+                await self.claimed(uri, runs)
+            except Exception:
+                log.exception("starting %s's claimed runs %s failed", uri, runs)
 
     async def claimed(self, uri: str, runs: list[str]) -> None:
         """Runs claimed for an automation (here or by a Celery worker): the entry read again
@@ -157,7 +201,7 @@ class Automations:
             "resource": uri,
             "definition": definition,
             "runs": [summary(self.runs.live.get(r["uri"], r)) for r in self.history.get(uri, [])],
-            "operations": list(OPERATIONS),
+            "operations": list(OPERATIONS),  # as held; each principal is shown theirs
             "createdAt": iso(record["created_ms"]),
             "modifiedAt": iso(record["modified_ms"]),
         }
@@ -186,6 +230,13 @@ class Automations:
     def refusal(self, principal: Principal, uri: str, needed: str) -> str | None:
         """Why `principal` may not do `needed` to the automation: the grant, and whose it is."""
         return access.refusal(principal, Owned(uri, self.records[uri].get("owner", "")), needed)
+
+    def unoffered(self, principal: Principal, uri: str, operation: str) -> str | None:
+        """The reference's refusal of an operation the principal's entry does not offer."""
+        owner = str(self.records[uri].get("owner") or "")
+        if operation in operations_for(principal, uri, owner):
+            return None
+        return unavailable(operation, uri)
 
     # -- changes --------------------------------------------------------------------------
 
@@ -282,32 +333,38 @@ class Automations:
     async def run_now(self, principal: Principal, uri: str, request_id: str) -> str:
         """A manual run (runAutomation): the run this request made already, a run of the
         automation that has not ended, or a new one, kept before its session is made."""
+        # One press at a time: two at once would each find no unfinished run and make two.
+        async with self._pressing:
+            return await self._press(principal, uri, request_id)
+
+    async def _press(self, principal: Principal, uri: str, request_id: str) -> str:
+        same = self.runs.by_request(request_id)
+        if same is not None:
+            if same["automation"] != uri:
+                raise used_elsewhere(request_id)
+            return str(same["uri"])
         if uri not in self.records:
             raise not_found(uri)
-        if (reason := self.refusal(principal, uri, "automation:run")) is not None:
-            raise ProtocolError(ErrorCode.PERMISSION_DENIED, reason)
+        if (reason := self.unoffered(principal, uri, "run")) is not None:
+            raise ProtocolError(ErrorCode.INTERNAL_ERROR, reason)
         unfinished = [r for r in self.history.get(uri, []) if not self.runs.terminal(r["uri"])]
-        same = self.runs.by_request(request_id)
-        if same is None and unfinished:
+        if unfinished:
             return str(unfinished[0]["uri"])
-        run = same or await self.store.add_run(
-            {
-                "uri": f"ahp-automation-run:/{uuid.uuid4()}",
-                "automation": uri,
-                "owner": self.records[uri].get("owner", ""),
-                "origin": {"kind": "manual"},
-                "lifecycle": {"status": "pending", "createdAt": iso(now_ms())},
-                "sessions": [],
-                "primary_session": None,
-                "request_id": request_id,
-            }
-        )
+        fresh = {
+            "uri": f"ahp-automation-run:/{uuid.uuid4()}",
+            "automation": uri,
+            "owner": self.records[uri].get("owner", ""),
+            "origin": {"kind": "manual"},
+            "lifecycle": {"status": "pending", "createdAt": iso(now_ms())},
+            "sessions": [],
+            "primary_session": None,
+            "request_id": request_id,
+        }
+        # The store answers with the run a request made already, if it kept one.
+        run = await self.store.add_run(fresh)
         if run["automation"] != uri:
-            raise ProtocolError(
-                ErrorCode.INTERNAL_ERROR,
-                f"Automation run request {request_id} was made for {run['automation']}",
-            )
-        if run["uri"] not in self.runs.live:
+            raise used_elsewhere(request_id)
+        if run["uri"] == fresh["uri"]:
             self.runs.open(run)
             self.history.setdefault(uri, []).insert(0, run)
             self.say(uri)

@@ -90,8 +90,24 @@ def _session_problem(session: Any) -> str | None:
         return "session.workingDirectories must be a list of URIs"
     if "config" in session and not isinstance(session["config"], dict):
         return "session.config must be an object"
-    if session.get("customizations"):
-        # A definition whose every run would load nothing is refused rather than kept.
+    return _customizations_problem(session.get("customizations"))
+
+
+def _customizations_problem(plugins: Any) -> str | None:
+    """A list whose plugins each name an id of their own and a URI is still refused: this
+    host has no directory to copy client plugins into, and a definition whose every run would
+    load nothing is refused rather than kept (the seed's automation/createRequested)."""
+    if plugins is None:
+        return None
+    if not isinstance(plugins, list) or not all(isinstance(p, dict) for p in plugins):
+        return "session.customizations must be a list of plugin objects"
+    ids = [p.get("id") for p in plugins]
+    if not all(isinstance(i, str) and i for i in ids) or len(set(ids)) != len(ids):
+        return "Automation customization ids must be non-empty and unique."
+    for plugin in plugins:
+        if not isinstance(plugin.get("uri"), str) or not plugin["uri"]:
+            return f"session.customizations: {plugin['id']} names no uri"
+    if plugins:
         return "session.customizations: this host does not capture client plugins for automations"
     return None
 

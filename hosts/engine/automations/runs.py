@@ -2,9 +2,10 @@
 automation's owner, its message sent, and its lifecycle said on its `ahp-automation-run:`
 channel as each change happens (and the entry said again, whose summary moved).
 
-A run acts as its owner: their grants make the session and send the message, the session is
-theirs, and what it costs is theirs. It completes when its turn ends, fails (with the error)
-when the session cannot start or the turn errors, and is cancelled by a cancel.
+A run acts as its owner: their grants and the policies that hold for them make the session
+and send the message, the session is theirs, and what it costs is theirs. It completes when
+its turn ends, fails (with the error) when the session cannot start or the turn errors, and is
+cancelled by a cancel.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from ..clock import iso, now_ms
 from ..host import Host
 from ..principal import Principal
 from ..services.caller import Caller, with_sender
-from ..services.sessions import do_create_session
+from ..services.policies import do_create_checked_session
 from ..services.turns import room_for_agent
 from .ports import AutomationStore
 
@@ -221,7 +222,9 @@ class Runs:
         template = definition.get("session") or {}
         caller = Caller(owner)
         try:
-            created = do_create_session(
+            # Checked as the owner, as their own createSession is: the policies' deny rows,
+            # limits and budgets (root and an automation with no owner are not checked).
+            created = await do_create_checked_session(
                 self.host,
                 caller,
                 provider=template.get("provider"),

@@ -20,7 +20,7 @@ from ..connection import Connection
 from ..gate import readable
 from ..host import Host
 from ..principal import USERS_RESOURCE, USERS_RESOURCE_METADATA
-from ..replay import Entry
+from ..replay import Entry, seen
 from ..sessions.local_commands import PREFIX
 
 #: Below this a replay is never weighed against the snapshots.
@@ -186,7 +186,14 @@ async def reconnect(host: Host, conn: Connection, params: dict[str, Any]) -> dic
         if replay_bytes <= REPLAY_ALWAYS_BYTES or replay_bytes <= _snapshot_bytes(host, found):
             result = {
                 "type": "replay",
-                "actions": [orjson.Fragment(entry.envelope) for entry in entries],
+                "actions": [
+                    orjson.Fragment(
+                        seen(entry.envelope, conn.principal, host.fanout.action_views)
+                        if entry.viewed
+                        else entry.envelope
+                    )
+                    for entry in entries
+                ],
                 "missing": missing,
             }
     if result is None:

@@ -4,7 +4,8 @@ A create or an update is a request: what this host then holds is said as automat
 the request itself after it. A removal is said as sent (the client's action removes the
 entry), one of an automation nobody keeps included. A cancel is answered to its sender alone:
 what came of it is the run's automationRun/lifecycleChanged. Someone else's automation takes
-others:work (access.py), as a session of someone else's does.
+others:work (access.py), as a session of someone else's does; an update or a removal the
+sender's entry does not offer is refused in the reference's words.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ async def _update(d: Dispatch) -> str | None:
     automations = _automations(d)
     if not isinstance(resource, str) or resource not in automations.records:
         return f"Automation not found: {resource}"
-    if reason := automations.refusal(d.caller.principal, resource, "automation:update"):
+    if reason := automations.unoffered(d.caller.principal, resource, "update"):
         return reason
     reason = await automations.update(resource, d.action.get("changes"))
     if reason is None:
@@ -51,7 +52,7 @@ async def _removed(d: Dispatch) -> str | None:
     resource = d.action.get("resource")
     automations = _automations(d)
     if isinstance(resource, str) and resource in automations.records:
-        if reason := automations.refusal(d.caller.principal, resource, "automation:remove"):
+        if reason := automations.unoffered(d.caller.principal, resource, "remove"):
             return reason
         await automations.remove(resource)
     # The protocol's idempotent no-op for one nobody keeps: said back as it was sent.

@@ -9,6 +9,7 @@ from typing import Any, cast
 
 from ...protocol.errors import ErrorCode, ProtocolError, invalid_params
 from ..automations import Automations
+from ..automations.catalogue import seen_entry
 from ..host import Host
 from .caller import Caller
 
@@ -38,7 +39,7 @@ async def do_create_automation(
         raise ProtocolError(ErrorCode.ALREADY_EXISTS, f"Automation already exists: {uri}")
     if (reason := await automations.create(caller.principal.ref, uri, definition)) is not None:
         raise invalid_params(reason)
-    return automations.entry(uri)
+    return seen_entry(caller.principal, automations.entry(uri))
 
 
 async def do_update_automation(
@@ -49,7 +50,7 @@ async def do_update_automation(
     _kept(automations, caller, uri, "automation:update")
     if (reason := await automations.update(uri, changes)) is not None:
         raise invalid_params(reason)
-    return automations.entry(uri)
+    return seen_entry(caller.principal, automations.entry(uri))
 
 
 async def do_remove_automation(host: Host, caller: Caller, uri: str) -> None:
@@ -78,3 +79,11 @@ async def do_automation_claimed(
     caller.may("automation:run")
     await _automations(host).claimed(automation, [str(r) for r in runs])
     return {"started": len(runs)}
+
+
+async def do_automations_here(host: Host, caller: Caller) -> dict[str, Any]:
+    """This engine keeps the automations and reads its channel: a Celery worker asks before it
+    claims anything, so nothing is claimed for a server that is not there to start it."""
+    caller.may("automation:run")
+    _automations(host)
+    return {}

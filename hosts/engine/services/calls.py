@@ -14,6 +14,7 @@ from ..host import Host
 from ..principal import Principal
 from .automations import (
     do_automation_claimed,
+    do_automations_here,
     do_create_automation,
     do_remove_automation,
     do_run_automation,
@@ -41,7 +42,9 @@ SERVICES: dict[str, Service] = {
     "update_automation": Service(do_update_automation, None),
     "remove_automation": Service(do_remove_automation, None),
     "run_automation": Service(do_run_automation, None),
-    # A Celery worker claimed an automation's due runs: this engine starts them.
+    # A Celery worker asks whether this engine is there before it claims due runs, and, once
+    # it claimed an automation's, has this engine start them.
+    "automations_here": Service(do_automations_here, None),
     "automation_claimed": Service(do_automation_claimed, None),
 }
 
