@@ -204,6 +204,13 @@ async def show(top: Path, commit: str, path: str) -> bytes | None:
     return out if status == 0 else None
 
 
+async def size(top: Path, commit: str, path: str) -> int | None:
+    """How many bytes a file is as `commit` has it, or None where it has no such file (read
+    from the object's header: nothing of the file itself is read)."""
+    status, out = await run(top, "cat-file", "-s", f"{commit}:{path}", ok=(0, 1, 128))
+    return int(out) if status == 0 and out.strip().isdigit() else None
+
+
 async def holds(top: Path, commit: str, path: str) -> bool:
     """Whether `commit` has a file (or folder) at `path`."""
     status, _ = await run(top, "cat-file", "-e", f"{commit}:{path}", ok=(0, 1, 128))

@@ -24,7 +24,7 @@ from typing import Any
 
 from watchfiles import Change, awatch
 
-from ...protocol.errors import ErrorCode, ProtocolError
+from ...protocol.errors import ErrorCode, ProtocolError, invalid_params
 from ..channel import Channel
 from ..fanout import Fanout
 from ..sessions.live import LiveChat, LiveSession
@@ -51,6 +51,8 @@ class Changeset:
         self.read_lock = asyncio.Lock()
         self.pending = False
         self.lanes: dict[str, asyncio.Lock] = {}
+        #: The runs under way, by what was asked (operation, target, words), to share.
+        self.in_flight: dict[tuple[str, str, str | None], asyncio.Future[str]] = {}
         self.watcher: asyncio.Task[None] | None = None
         self.stop_watching = asyncio.Event()
         self.release_timer: asyncio.TimerHandle | None = None
@@ -174,6 +176,13 @@ class Changesets:
             action = {"type": "changeset/statusChanged", "status": "error", "error": error}
             self.fanout.emit(changeset.channel, action)
 
+    def retitled(self, session_uri: str) -> None:
+        """The session's title moved: its changesets are read again, so the commit's
+        confirmation names the words a commit would now go in with."""
+        for changeset in self._open.values():
+            if changeset.session == session_uri and changeset.tree is not None:
+                self.nudge(changeset)
+
     def activity(self) -> None:
         """A session's running state may have flipped (a turn began or ended): each of its
         changesets is read again, so its operations are said disabled mid-turn and idle
@@ -193,6 +202,10 @@ class Changesets:
 
     async def _snap(self, session: LiveSession, turn_id: str, *, first: bool) -> None:
         record = session.record
+        # A session's folder may have entered a git tree (or left one) since it was last
+        # looked at: a `git init`, a clone, a terminal's `rm -rf .git`.
+        if self._session_of(record.uri) is session:
+            self.recatalogue(session)
         folder = scopes.folder_of(record)
         if folder is None or not scopes.in_git(record):
             return
@@ -210,6 +223,23 @@ class Changesets:
         for changeset in list(self._open.values()):
             if changeset.session == record.uri:
                 self.nudge(changeset)
+
+    def recatalogue(self, session: LiveSession) -> None:
+        """Say the session's changeset catalogue, and each of its chats', where it moved."""
+        found = scopes.catalogue(session.record)
+        if found is None and session.channel.state.get("changesets"):
+            # Out of git: what it listed goes, said cleared to whoever holds one.
+            self._spawn(self._clear_open(session.record.uri))
+        targets = [
+            (session.channel, "session/changesetsChanged"),
+            *((c.channel, "chat/changesetsChanged") for c in session.chats.values()),
+        ]
+        for channel, said in targets:
+            if channel.state.get("changesets") != found:
+                action: dict[str, Any] = {"type": said}
+                if found is not None:
+                    action["changesets"] = found
+                self.fanout.emit(channel, action)
 
     # -- watching ---------------------------------------------------------------------------
 
@@ -296,6 +326,9 @@ class Changesets:
     async def clear(self, session_uri: str) -> None:
         """The session goes: each of its changesets says `changeset/cleared`, then closes."""
         self._snapping.pop(session_uri, None)
+        await self._clear_open(session_uri)
+
+    async def _clear_open(self, session_uri: str) -> None:
         for changeset in [c for c in self._open.values() if c.session == session_uri]:
             self.fanout.emit(changeset.channel, {"type": "changeset/cleared"})
             await self._drop(changeset)
@@ -308,14 +341,21 @@ class Changesets:
 
     # -- a file's before side -----------------------------------------------------------------
 
-    async def before(self, path: Path, commit: str, uri: str) -> bytes:
-        """What `commit` holds at `path` (a path the fence let through); -32008 without."""
+    async def before(self, path: Path, commit: str, uri: str, limit: int = 0) -> bytes:
+        """What `commit` holds at `path` (a path the fence let through); -32008 without. One
+        over `limit` bytes (0: none) is refused by its size, never read whole."""
         existing = next((p for p in (path, *path.parents) if p.exists()), None)
         top = git.repository_of(existing) if existing is not None else None
         data = None
         if top is not None:
             relative = os.path.relpath(path, top.resolve())
-            data = await git.show(top, commit, relative)
+            size = await git.size(top, commit, relative)
+            if size is not None and limit and size > limit:
+                raise invalid_params(
+                    f"resourceRead: {uri} is {size} bytes, over this host's read limit of "
+                    f"{limit} (AHPD_RESOURCE_READ_LIMIT_BYTES)"
+                )
+            data = await git.show(top, commit, relative) if size is not None else None
         if data is None:
             raise ProtocolError(ErrorCode.NOT_FOUND, f"Resource not found: {uri}")
         return data
