@@ -96,12 +96,13 @@ async def bang(client: Client, chat: str, command: str) -> None:
     await ask(client, chat, f"!{command}")
 
 
-async def ask(client: Client, chat: str, text: str) -> None:
-    """A turn, run to its end."""
+async def ask(client: Client, chat: str, text: str) -> dict[str, Any]:
+    """A turn, run to its end; the turn as it was started."""
     action = turn(text)
     await client.dispatch_and_wait(chat, action)
     end = await client.wait_action(ended(chat, action["turnId"]), timeout=30)
     assert end["action"]["type"] == "chat/turnComplete"
+    return action
 
 
 async def watched(client: Client, uri: str) -> dict[str, Any]:
@@ -139,7 +140,7 @@ def statuses(client: Client, uri: str, operation: str) -> list[str]:
     ]
 
 
-async def test_a_session_in_git_lists_its_uncommitted_changes_and_one_elsewhere_none(
+async def test_a_session_in_git_lists_its_uncommitted_changes_and_one_elsewhere_its_own(
     server, connect, repo
 ):
     client, session, _ = await opened(server, connect, repo)
@@ -151,8 +152,10 @@ async def test_a_session_in_git_lists_its_uncommitted_changes_and_one_elsewhere_
     }
     plain = Path(tempfile.mkdtemp(prefix="ahpd-cs-plain-"))
     try:
+        # Outside git: the session's and its turns' changes, kept by this host; no HEAD.
         other, _ = await new_session(client, plain, provider="fake")
-        assert "changesets" not in client.tracked[other][0]
+        kinds = {e["changeKind"] for e in client.tracked[other][0]["changesets"]}
+        assert kinds == {"session", "turn"}
         with pytest.raises(RpcError) as refused:
             await client.request("subscribe", {"channel": changeset_of(other)})
         assert refused.value.code == -32001
@@ -575,14 +578,20 @@ async def test_a_folder_that_becomes_a_repository_is_told_its_changesets_and_los
         client = await connect(server.url)
         await client.initialize()
         session, chat = await new_session(client, plain, provider="fake")
-        assert "changesets" not in client.tracked[session][0]
-        assert "changesets" not in client.tracked[chat][0]
+        outside = client.tracked[session][0]["changesets"]
+        assert {e["changeKind"] for e in outside} == {"session", "turn"}
+        assert client.tracked[chat][0]["changesets"] == outside
         await bang(client, chat, "git init -q -b main")
+
+        def catalogue_said(channel: str, kind: str, size: int) -> Any:
+            return lambda e: (
+                e["channel"] == channel
+                and e["action"]["type"] == kind
+                and len(e["action"].get("changesets", [])) == size
+            )
+
         said = await client.wait_action(
-            lambda e: (
-                e["channel"] == session and e["action"]["type"] == "session/changesetsChanged"
-            ),
-            timeout=20,
+            catalogue_said(session, "session/changesetsChanged", 3), timeout=20
         )
         catalogue = said["action"]["changesets"]
         assert {e["changeKind"]: e["uriTemplate"] for e in catalogue} == {
@@ -592,8 +601,7 @@ async def test_a_folder_that_becomes_a_repository_is_told_its_changesets_and_los
         }
         # The chat works in the session's folder: it lists the same.
         on_chat = await client.wait_action(
-            lambda e: e["channel"] == chat and e["action"]["type"] == "chat/changesetsChanged",
-            timeout=20,
+            catalogue_said(chat, "chat/changesetsChanged", 3), timeout=20
         )
         assert on_chat["action"]["changesets"] == catalogue
         uri = changeset_of(session)
@@ -601,15 +609,10 @@ async def test_a_folder_that_becomes_a_repository_is_told_its_changesets_and_los
         await watched(client, uri)
         await files_named(client, uri, "x.txt")
 
-        # Out of git again: the catalogue is cleared, and so is the changeset a client held.
+        # Out of git again: no uncommitted changes, and the one a client held is cleared.
         await bang(client, chat, "rm -rf .git")
         await client.wait_action(
-            lambda e: (
-                e["channel"] == session
-                and e["action"]["type"] == "session/changesetsChanged"
-                and "changesets" not in e["action"]
-            ),
-            timeout=20,
+            catalogue_said(session, "session/changesetsChanged", 2), timeout=20
         )
         await client.wait_action(
             lambda e: e["channel"] == uri and e["action"]["type"] == "changeset/cleared",
@@ -617,7 +620,50 @@ async def test_a_folder_that_becomes_a_repository_is_told_its_changesets_and_los
         )
         for channel in (session, chat):
             await client.assert_conforms(channel)
-        assert "changesets" not in client.tracked[session][0]
+        assert client.tracked[session][0]["changesets"] == outside
+    finally:
+        shutil.rmtree(plain, ignore_errors=True)
+
+
+async def test_outside_git_the_before_side_is_what_the_first_turn_found(server, connect):
+    plain = Path(tempfile.mkdtemp(prefix="ahpd-cs-plain-"))
+    try:
+        (plain / "a.txt").write_text("alpha\n")
+        (plain / "same.txt").write_text("same\n")
+        client, session, chat = await opened(server, connect, plain)
+        whole = f"{session}/changeset/session"
+        assert (await watched(client, whole))["files"] == []
+        first = await ask(client, chat, "edit a.txt=ALPHA\\n b.txt=new\\n")
+        rows = await files_named(client, whole, "a.txt", "b.txt")
+        a, b = rows["a.txt"], rows["b.txt"]
+        assert a["edit"]["diff"] == {"added": 1, "removed": 1}
+        assert "before" not in b["edit"] and b["edit"]["diff"] == {"added": 1, "removed": 0}
+        before = await client.request(
+            "resourceRead", {"uri": a["edit"]["before"]["content"]["uri"]}
+        )
+        assert before["data"] == "alpha\n"
+        assert a["edit"]["after"]["content"]["uri"] == (plain / "a.txt").resolve().as_uri()
+        # A second turn's own changes start where the first left the folder.
+        second = await ask(client, chat, "edit a.txt=ALPHA!\\n")
+        own = f"{session}/changeset/turn/{second['turnId']}"
+        await watched(client, own)
+        row = (await files_named(client, own, "a.txt"))["a.txt"]
+        was = await client.request("resourceRead", {"uri": row["edit"]["before"]["content"]["uri"]})
+        assert was["data"] == "ALPHA\n"
+        earlier = f"{session}/changeset/turn/{first['turnId']}"
+        await watched(client, earlier)
+        await files_named(client, earlier, "a.txt", "b.txt")
+
+        # Revert: each file as the session found it, one it did not find gone.
+        for name in ("a.txt", "b.txt"):
+            target = {"kind": "resource", "resource": rows[name]["id"]}
+            await invoke(client, whole, "revert", target=target)
+        assert (plain / "a.txt").read_text() == "alpha\n"
+        assert not (plain / "b.txt").exists()
+        await client.wait_for(lambda: client.tracked[whole][0]["files"] == [], timeout=20)
+        await client.assert_conforms(whole)
+        # Kept in this host's own data directory: nothing was added to the folder.
+        assert sorted(p.name for p in plain.iterdir()) == ["a.txt", "same.txt"]
     finally:
         shutil.rmtree(plain, ignore_errors=True)
 

@@ -7,9 +7,12 @@ the OS's file notifications (watchfiles) over the session's folder and git's own
 and refs nudge a re-read, coalesced per changeset: an agent's write, a tool call's, a
 terminal's `git add`, a commit somewhere else. Only a move is said: a file's row set or
 removed, or the whole set where that is the smaller thing. As a turn begins (awaited before
-its agent runs) and ends, the working tree is kept as a git tree id on the session's record;
-each flip of the session's running state reads its changesets again, so their operations are
-disabled mid-turn. Released after the grace once nobody watches, cleared when the session goes.
+its agent runs) and ends, the working tree is kept as a git tree id on the session's record
+(in the folder's repository, or outside any in this host's own, kept.py), and the session's
+catalogue is said again where the folder entered or left a git tree; each flip of the
+session's running state reads its changesets again, so their operations are disabled
+mid-turn, and a rename re-declares them, so commit's confirmation names the new title.
+Released after the grace once nobody watches, cleared when the session goes.
 """
 
 from __future__ import annotations
@@ -22,13 +25,13 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
-from watchfiles import Change, awatch
-
 from ...protocol.errors import ErrorCode, ProtocolError, invalid_params
 from ..channel import Channel
 from ..fanout import Fanout
 from ..sessions.live import LiveChat, LiveSession
-from . import git, scopes
+from ..sessions.records import SessionRecord
+from . import git, scopes, watching
+from .kept import Kept
 from .operations import Tree
 
 log = logging.getLogger("ahpd.engine")
@@ -65,8 +68,11 @@ class Changesets:
         session_of: Callable[[str], LiveSession | None],
         save: Callable[[LiveSession], None],
         grace_s: float,
+        kept: Kept | None = None,
     ) -> None:
         self.fanout = fanout
+        #: Where trees are kept for folders outside any git tree; None: those have none.
+        self.kept = kept
         self._session_of = session_of
         self._save = save
         self._grace_s = grace_s
@@ -80,14 +86,20 @@ class Changesets:
     def get(self, uri: str) -> Changeset | None:
         return self._open.get(uri)
 
+    def catalogue(self, record: SessionRecord) -> list[dict[str, Any]] | None:
+        """A session's changeset catalogue (scopes.py), as this host can serve it."""
+        return scopes.catalogue(record, self.kept is not None)
+
     def wake(self, uri: str) -> None:
         """Open the changeset a URI names, if its session is here and has that changeset."""
         parsed = scopes.parse(uri) if uri not in self._open else None
         session = self._session_of(parsed[0]) if parsed is not None else None
-        if session is None or parsed is None or not scopes.served(session.record, parsed[1]):
+        if session is None or parsed is None:
+            return
+        if not scopes.served(session.record, parsed[1], self.kept is not None):
             return
         folder = scopes.folder_of(session.record)
-        assert folder is not None, "a session in git has a folder"
+        assert folder is not None, "a session with changesets has a folder"
         channel = self.fanout.open(Channel(uri, "changeset", {"status": "computing", "files": []}))
         self._open[uri] = Changeset(channel, session.record.uri, parsed[1], folder)
 
@@ -121,6 +133,7 @@ class Changesets:
                     session.record,
                     running=running,
                     subject=self.subject(changeset),
+                    kept=self.kept,
                 )
             except (git.GitError, OSError) as error:
                 self._failed(changeset, str(error))
@@ -207,16 +220,23 @@ class Changesets:
         if self._session_of(record.uri) is session:
             self.recatalogue(session)
         folder = scopes.folder_of(record)
-        if folder is None or not scopes.in_git(record):
+        in_git = scopes.in_git(record)
+        if folder is None or not (in_git or self.kept is not None):
             return
         if not first and turn_id not in record.snapshots:
             return
         async with self._snapping.setdefault(record.uri, asyncio.Lock()):
             try:
-                tree = await git.snapshot(await git.top_of(folder))
+                if in_git:
+                    tree: str | None = await git.snapshot(await git.top_of(folder))
+                else:
+                    assert self.kept is not None
+                    tree = await self.kept.snapshot(folder, record.uri, keep=True)
             except (git.GitError, OSError) as error:
                 log.warning("keeping the tree under %s failed: %s", folder, error)
                 return
+            if tree is None:
+                return  # too large to keep
             found = record.snapshots.get(turn_id, [])
             record.snapshots[turn_id] = [tree] if first else [found[0], tree]
             self._save(session)
@@ -226,10 +246,16 @@ class Changesets:
 
     def recatalogue(self, session: LiveSession) -> None:
         """Say the session's changeset catalogue, and each of its chats', where it moved."""
-        found = scopes.catalogue(session.record)
-        if found is None and session.channel.state.get("changesets"):
-            # Out of git: what it listed goes, said cleared to whoever holds one.
-            self._spawn(self._clear_open(session.record.uri))
+        record = session.record
+        found = self.catalogue(record)
+        held = session.channel.state.get("changesets")
+        if held and found != held:
+            # Into git or out of it: what it listed goes, said cleared to whoever holds one,
+            # and the trees its turns found were kept elsewhere (a session's changes start
+            # again at its next turn).
+            self._spawn(self._clear_open(record.uri))
+            record.snapshots.clear()
+            self._save(session)
         targets = [
             (session.channel, "session/changesetsChanged"),
             *((c.channel, "chat/changesetsChanged") for c in session.chats.values()),
@@ -259,37 +285,10 @@ class Changesets:
             self.nudge(changeset)
 
     async def _watch(self, changeset: Changeset) -> None:
-        try:
-            top = await git.top_of(changeset.folder)
-            gitdir = await git.git_dir(top)
-        except (git.GitError, OSError) as error:
-            log.warning("not watching %s: %s", changeset.folder, error)
-            return
-        folder = changeset.folder.resolve()
-        roots = [folder] if gitdir.is_relative_to(folder) else [folder, gitdir]
-
-        def moved(change: Change, raw: str) -> bool:
-            path = Path(raw)
-            if not path.is_relative_to(gitdir):
-                return True
-            inside = path.relative_to(gitdir).as_posix()
-            # git's own files: only where the index, HEAD or a branch moves.
-            return not inside.endswith(".lock") and (
-                inside in ("index", "HEAD") or inside.startswith("refs/")
-            )
-
-        try:
-            async for _ in awatch(
-                *roots,
-                watch_filter=moved,
-                debounce=BATCH_MS,
-                step=25,
-                stop_event=changeset.stop_watching,
-                ignore_permission_denied=True,
-            ):
-                self.nudge(changeset)
-        except Exception:
-            log.exception("watching %s failed; its changeset is read on request only", folder)
+        ours = self.kept.private if self.kept is not None else ()
+        await watching.watch(
+            changeset.folder, changeset.stop_watching, ours, BATCH_MS, lambda: self.nudge(changeset)
+        )
 
     async def attached(self, uri: str) -> None:
         """Return once a changeset's watcher has taken its first step (it registers the OS's
@@ -346,16 +345,19 @@ class Changesets:
         over `limit` bytes (0: none) is refused by its size, never read whole."""
         existing = next((p for p in (path, *path.parents) if p.exists()), None)
         top = git.repository_of(existing) if existing is not None else None
+        env: git.Env = None
+        if top is None and self.kept is not None:
+            top, env = Path("/"), self.kept.env  # a folder outside git: what this host kept
         data = None
         if top is not None:
             relative = os.path.relpath(path, top.resolve())
-            size = await git.size(top, commit, relative)
+            size = await git.size(top, commit, relative, env)
             if size is not None and limit and size > limit:
                 raise invalid_params(
                     f"resourceRead: {uri} is {size} bytes, over this host's read limit of "
                     f"{limit} (AHPD_RESOURCE_READ_LIMIT_BYTES)"
                 )
-            data = await git.show(top, commit, relative) if size is not None else None
+            data = await git.show(top, commit, relative, env) if size is not None else None
         if data is None:
             raise ProtocolError(ErrorCode.NOT_FOUND, f"Resource not found: {uri}")
         return data
