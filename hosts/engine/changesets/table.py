@@ -38,6 +38,8 @@ log = logging.getLogger("ahpd.engine")
 
 #: How long the watcher gathers notifications into one re-read, in milliseconds.
 BATCH_MS = 150
+#: How long a subscribe waits for a changeset's watcher to be in place (git asked first).
+ATTACH_S = 10.0
 
 
 class Changeset:
@@ -58,6 +60,8 @@ class Changeset:
         self.in_flight: dict[tuple[str, str, str | None], asyncio.Future[str]] = {}
         self.watcher: asyncio.Task[None] | None = None
         self.stop_watching = asyncio.Event()
+        #: Set once the watcher's OS watches are registered.
+        self.watching = asyncio.Event()
         self.release_timer: asyncio.TimerHandle | None = None
 
 
@@ -278,6 +282,7 @@ class Changesets:
             changeset.release_timer = None
         if changeset.watcher is None or changeset.watcher.done():
             changeset.stop_watching = asyncio.Event()
+            changeset.watching = asyncio.Event()
             changeset.watcher = asyncio.get_running_loop().create_task(
                 self._watch(changeset), name=f"changeset {channel.uri}"
             )
@@ -287,14 +292,21 @@ class Changesets:
     async def _watch(self, changeset: Changeset) -> None:
         ours = self.kept.private if self.kept is not None else ()
         await watching.watch(
-            changeset.folder, changeset.stop_watching, ours, BATCH_MS, lambda: self.nudge(changeset)
+            changeset.folder,
+            changeset.stop_watching,
+            ours,
+            BATCH_MS,
+            lambda: self.nudge(changeset),
+            changeset.watching,
         )
 
     async def attached(self, uri: str) -> None:
-        """Return once a changeset's watcher has taken its first step (it registers the OS's
-        watches there), so a subscriber answered may change files and be told."""
-        if uri in self._open:
-            await asyncio.sleep(0)
+        """Return once a changeset's watcher has registered the OS's watches (it asks git where
+        the repository is first), so a subscriber answered may change files and be told."""
+        changeset = self._open.get(uri)
+        if changeset is not None and changeset.watcher is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(changeset.watching.wait(), ATTACH_S)
 
     def _left(self, client_id: str, channels: list[Channel], dropped: bool) -> None:
         loop = asyncio.get_running_loop()

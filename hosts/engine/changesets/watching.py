@@ -23,8 +23,11 @@ async def watch(
     ours: tuple[Path, ...],
     batch_ms: int,
     nudge: Callable[[], None],
+    ready: asyncio.Event,
 ) -> None:
-    """Nudge at each batch of moves until `stop` is set."""
+    """Nudge at each batch of moves until `stop` is set. `ready` is set once the OS's watches
+    are registered (or there will be none): watchfiles registers them as its iteration starts,
+    in the same step, before anything awaits."""
     folder = folder.resolve()
     gitdir = folder / ".git"
     try:
@@ -32,6 +35,7 @@ async def watch(
             gitdir = await git.git_dir(await git.top_of(folder))
     except (git.GitError, OSError) as error:
         log.warning("not watching %s: %s", folder, error)
+        ready.set()
         return
     roots = [folder] if gitdir.is_relative_to(folder) else [folder, gitdir]
 
@@ -47,6 +51,7 @@ async def watch(
             inside in ("index", "HEAD") or inside.startswith("refs/")
         )
 
+    ready.set()
     try:
         async for _ in awatch(
             *roots,
