@@ -25,6 +25,7 @@ from ..protocol.validation import action_problem
 from . import changesets, grants, root_config
 from .asks import Asks
 from .changesets import Changesets
+from .changesets.kept import Kept
 from .channel import Channel
 from .clients import Clients
 from .clock import now_ms
@@ -99,8 +100,13 @@ class Host:
             self.sessions.session,
             self.sessions.save_session,
             settings.presence_grace_s,
+            kept=(
+                Kept(settings.state_dir / "changesets", settings.private_paths)
+                if settings.state_dir is not None
+                else None
+            ),
         )
-        self.sessions.catalogue_of = changesets.catalogue
+        self.sessions.catalogue_of = self.changesets.catalogue
         self.sessions.on_activity = self.changesets.activity
         self.terminals = Terminals(self.fanout, lambda: self.root, settings.terminals)
         #: The terminals `!command` turns run in, in the shell a client's terminal opens.

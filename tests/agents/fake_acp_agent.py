@@ -11,6 +11,8 @@ message's first word:
 
 * `read <path>`: a read tool call served by the host's `fs/read_text_file`.
 * `write <path> <text>`: an edit tool call; asks permission, then `fs/write_text_file`.
+* `edit <path>=<text> ...`: an edit tool call per file, asking nothing (an agent allowed to
+  edit), each written with `fs/write_text_file`; `\\n` in a text is a newline.
 * `run <command> [args...]`: a terminal on the host (create, name it in the tool call's
   content, wait, output, release).
 * `slow`: a chunk every 50 ms until `session/cancel`, then `stopReason: cancelled`.
@@ -243,6 +245,11 @@ class FakeAgent:
             reply = await self._read(session_id, cwd / words[1])
         elif verb == "write" and len(words) > 2:
             reply = await self._write(session_id, cwd / words[1], " ".join(words[2:]))
+        elif verb == "edit" and len(words) > 1:
+            edits = [word.partition("=")[::2] for word in words[1:]]
+            for name, content in edits:
+                await self._edit(session_id, cwd / name, content.replace("\\n", "\n"))
+            reply = "edited " + " ".join(name for name, _ in edits)
         elif verb == "run" and len(words) > 1:
             reply = await self._run(session_id, words[1], words[2:])
         elif verb == "slow":
@@ -400,6 +407,14 @@ class FakeAgent:
             ),
         )
         return f"wrote {path.name}"
+
+    async def _edit(self, session_id: str, path: Path, content: str) -> None:
+        call_id = self._call_id("edit")
+        title = f"Edit {path}"
+        await self._send(session_id, acp.start_edit_tool_call(call_id, title, str(path), content))
+        await self._send(session_id, acp.update_tool_call(call_id, status="in_progress"))
+        await self._conn.write_text_file(session_id=session_id, path=str(path), content=content)
+        await self._send(session_id, acp.update_tool_call(call_id, status="completed"))
 
     async def _run(self, session_id: str, command: str, args: list[str]) -> str:
         call_id = self._call_id("run")

@@ -1,13 +1,16 @@
 """Changesets of real git repositories over the socket: the catalogue, a turn's edits read
 back with both sides, and commit, discard, stage and unstage, with their refusals.
 
-The turns are `!` commands (a real shell in the session's folder), so what changes the tree is
-a process the host runs, as an agent's shell edit would be. The server's git has no global
-configuration, so a commit is by the person who asked for it.
+The fake ACP agent's `edit` turn writes files through the host's `fs/write_text_file`, as an
+agent's edit tool does; other turns are `!` commands (a real shell in the session's folder),
+as an agent's shell edit would be. The server's git has no global configuration, so a commit
+is by the person who asked for it.
 """
 
 from __future__ import annotations
 
+import asyncio
+import os
 import shutil
 import subprocess
 import tempfile
@@ -23,6 +26,9 @@ from tests.e2e.test_sessions import ended, new_session, turn
 from tests.support.agents import server_with_acp_agent
 from tests.support.client import Client, RpcError
 from tests.support.server import ServerProcess
+
+#: The server's read limit here: a before side larger than this is refused by its size.
+READ_LIMIT = 64 * 1024
 
 
 def git(folder: Path, *args: str) -> str:
@@ -42,7 +48,10 @@ def home() -> Iterator[Path]:
 @pytest.fixture(scope="module")
 def server(home: Path) -> Iterator[ServerProcess]:
     with server_with_acp_agent(
-        HOME=str(home), GIT_CONFIG_GLOBAL=str(home / "none"), GIT_CONFIG_NOSYSTEM="1"
+        HOME=str(home),
+        GIT_CONFIG_GLOBAL=str(home / "none"),
+        GIT_CONFIG_NOSYSTEM="1",
+        AHPD_RESOURCE_READ_LIMIT_BYTES=str(READ_LIMIT),
     ) as process:
         yield process
 
@@ -84,10 +93,16 @@ async def opened(server: ServerProcess, connect: Any, repo: Path) -> tuple[Clien
 
 
 async def bang(client: Client, chat: str, command: str) -> None:
-    action = turn(f"!{command}")
+    await ask(client, chat, f"!{command}")
+
+
+async def ask(client: Client, chat: str, text: str) -> dict[str, Any]:
+    """A turn, run to its end; the turn as it was started."""
+    action = turn(text)
     await client.dispatch_and_wait(chat, action)
     end = await client.wait_action(ended(chat, action["turnId"]), timeout=30)
     assert end["action"]["type"] == "chat/turnComplete"
+    return action
 
 
 async def watched(client: Client, uri: str) -> dict[str, Any]:
@@ -125,7 +140,7 @@ def statuses(client: Client, uri: str, operation: str) -> list[str]:
     ]
 
 
-async def test_a_session_in_git_lists_its_uncommitted_changes_and_one_elsewhere_none(
+async def test_a_session_in_git_lists_its_uncommitted_changes_and_one_elsewhere_its_own(
     server, connect, repo
 ):
     client, session, _ = await opened(server, connect, repo)
@@ -137,8 +152,10 @@ async def test_a_session_in_git_lists_its_uncommitted_changes_and_one_elsewhere_
     }
     plain = Path(tempfile.mkdtemp(prefix="ahpd-cs-plain-"))
     try:
+        # Outside git: the session's and its turns' changes, kept by this host; no HEAD.
         other, _ = await new_session(client, plain, provider="fake")
-        assert "changesets" not in client.tracked[other][0]
+        kinds = {e["changeKind"] for e in client.tracked[other][0]["changesets"]}
+        assert kinds == {"session", "turn"}
         with pytest.raises(RpcError) as refused:
             await client.request("subscribe", {"channel": changeset_of(other)})
         assert refused.value.code == -32001
@@ -159,7 +176,9 @@ async def test_a_turn_that_edits_two_files_is_read_back_then_one_discarded_one_c
         "stage",
         "unstage",
     }
-    await bang(client, chat, "printf 'alpha\\nmore\\n' > a.txt && printf 'BETA\\n' > b.txt")
+    # The agent's turn edits both files through the host's file system.
+    await ask(client, chat, "edit a.txt=alpha\\nmore\\n b.txt=BETA\\n")
+    assert (repo / "a.txt").read_text() == "alpha\nmore\n"
     rows = await files_named(client, uri, "a.txt", "b.txt")
     a, b = rows["a.txt"], rows["b.txt"]
     assert a["edit"]["diff"] == {"added": 1, "removed": 0}
@@ -246,7 +265,10 @@ async def test_refusals_name_what_was_wrong(server, connect, repo):
         f"Changeset not found: {session}/changeset/nowhere",
     )
     missing = await refused({"channel": uri, "operationId": "push"})
-    assert (missing.code, missing.message) == (-32602, "Changeset operation not found: push")
+    assert (missing.code, missing.message) == (
+        -32602,
+        f"Unknown operation 'push' on changeset {uri}",
+    )
     outside = await refused(
         {
             "channel": uri,
@@ -262,7 +284,10 @@ async def test_refusals_name_what_was_wrong(server, connect, repo):
             "target": {"kind": "range", "resource": (repo / "a.txt").as_uri(), "range": {}},
         }
     )
-    assert ranged.code == -32602 and "does not take a range target" in ranged.message
+    assert (ranged.code, ranged.message) == (
+        -32602,
+        "Operation 'stage' does not support scope 'range' (allowed: changeset, resource)",
+    )
     bad_meta = await refused(
         {"channel": uri, "operationId": "commit", "_meta": {"ahpd.commit": {"message": ""}}}
     )
@@ -276,7 +301,10 @@ async def test_refusals_name_what_was_wrong(server, connect, repo):
         timeout=20,
     )
     busy = await refused({"channel": uri, "operationId": "stage"})
-    assert busy.code == -32602 and "while a turn is running" in busy.message
+    assert (busy.code, busy.message) == (
+        -32602,
+        f"Operation 'stage' is disabled on changeset {uri}",
+    )
     await client.wait_action(ended(chat, action["turnId"]), timeout=30)
     await client.wait_for(
         lambda: all(op["status"] == "idle" for op in client.tracked[uri][0]["operations"]),
@@ -440,3 +468,268 @@ async def test_the_sessions_and_each_turns_changes_and_a_revert_to_what_the_sess
     await client.wait_for(lambda: client.tracked[whole][0]["files"] == [], timeout=20)
     for uri in (whole, turn_one, turn_two):
         await client.assert_conforms(uri)
+
+
+def commit_all(folder: Path, message: str) -> None:
+    git(folder, "add", "-A")
+    git(
+        folder,
+        "-c",
+        "user.name=Seed",
+        "-c",
+        "user.email=seed@example.com",
+        "commit",
+        "-qm",
+        message,
+    )
+
+
+def operation(client: Client, uri: str, operation_id: str) -> dict[str, Any]:
+    held: dict[str, Any] = next(
+        op for op in client.tracked[uri][0]["operations"] if op["id"] == operation_id
+    )
+    return held
+
+
+async def refusal(client: Client, uri: str, operation_id: str, **params: Any) -> tuple[int, str]:
+    with pytest.raises(RpcError) as refused:
+        await invoke(client, uri, operation_id, **params)
+    return refused.value.code, refused.value.message
+
+
+async def test_discarding_everything_in_a_repository_with_no_commit_is_refused(server, connect):
+    fresh = Path(tempfile.mkdtemp(prefix="ahpd-cs-fresh-"))
+    try:
+        git(fresh, "init", "-q", "-b", "main")
+        (fresh / "new.txt").write_text("new\n")
+        client, session, _ = await opened(server, connect, fresh)
+        uri = changeset_of(session)
+        await watched(client, uri)
+        new = (await files_named(client, uri, "new.txt"))["new.txt"]
+        assert operation(client, uri, "discard-changes")["scopes"] == ["resource"]
+        # Every file there is new: the whole changeset would delete them all.
+        assert await refusal(client, uri, "discard-changes") == (
+            -32602,
+            "Operation 'discard-changes' does not support scope 'changeset' (allowed: resource)",
+        )
+        assert (fresh / "new.txt").exists()
+        await invoke(
+            client, uri, "discard-changes", target={"kind": "resource", "resource": new["id"]}
+        )
+        assert not (fresh / "new.txt").exists()
+        await client.wait_for(lambda: client.tracked[uri][0]["files"] == [], timeout=20)
+        await client.assert_conforms(uri)
+    finally:
+        shutil.rmtree(fresh, ignore_errors=True)
+
+
+async def test_a_commit_with_no_words_goes_in_under_the_session_title_its_confirmation_names(
+    server, connect, repo
+):
+    client, session, _ = await opened(server, connect, repo)
+    uri = changeset_of(session)
+    (repo / "a.txt").write_text("changed\n")
+    await watched(client, uri)
+    await files_named(client, uri, "a.txt")
+    takes = "The whole changeset takes 1 file, 0 untracked."
+    untitled = f"Commit as 'Changes made in an ahpd session'? {takes}"
+    assert operation(client, uri, "commit")["confirmation"] == untitled
+    # Renamed: the operation is declared again, so its sentence stays true.
+    rename = {"type": "session/titleChanged", "title": "Tidy the alphabet"}
+    await client.dispatch_and_wait(session, rename)
+    await client.wait_for(
+        lambda: (
+            operation(client, uri, "commit")["confirmation"]
+            == f"Commit as 'Tidy the alphabet'? {takes}"
+        ),
+        timeout=20,
+    )
+    said = await invoke(client, uri, "commit")
+    assert "'Tidy the alphabet'" in said["message"]
+    assert git(repo, "log", "-1", "--format=%s").strip() == "Tidy the alphabet"
+    await client.wait_for(lambda: client.tracked[uri][0]["files"] == [], timeout=20)
+    await client.assert_conforms(uri)
+    await client.assert_conforms(session)
+
+
+async def test_a_before_side_over_the_read_limit_is_refused_by_its_size(server, connect, repo):
+    (repo / "big.txt").write_text("x" * (READ_LIMIT + 1))
+    commit_all(repo, "big")
+    (repo / "big.txt").write_text("small now\n")
+    client, session, _ = await opened(server, connect, repo)
+    uri = changeset_of(session)
+    await watched(client, uri)
+    big = (await files_named(client, uri, "big.txt"))["big.txt"]
+    before = big["edit"]["before"]["content"]["uri"]
+    with pytest.raises(RpcError) as refused:
+        await client.request("resourceRead", {"uri": before})
+    assert refused.value.code == -32602
+    assert refused.value.message == (
+        f"resourceRead: {before} is {READ_LIMIT + 1} bytes, over this host's read limit of "
+        f"{READ_LIMIT} (AHPD_RESOURCE_READ_LIMIT_BYTES)"
+    )
+
+
+async def test_a_folder_that_becomes_a_repository_is_told_its_changesets_and_loses_them(
+    server, connect
+):
+    plain = Path(tempfile.mkdtemp(prefix="ahpd-cs-plain-"))
+    try:
+        client = await connect(server.url)
+        await client.initialize()
+        session, chat = await new_session(client, plain, provider="fake")
+        outside = client.tracked[session][0]["changesets"]
+        assert {e["changeKind"] for e in outside} == {"session", "turn"}
+        assert client.tracked[chat][0]["changesets"] == outside
+        await bang(client, chat, "git init -q -b main")
+
+        def catalogue_said(channel: str, kind: str, size: int) -> Any:
+            return lambda e: (
+                e["channel"] == channel
+                and e["action"]["type"] == kind
+                and len(e["action"].get("changesets", [])) == size
+            )
+
+        said = await client.wait_action(
+            catalogue_said(session, "session/changesetsChanged", 3), timeout=20
+        )
+        catalogue = said["action"]["changesets"]
+        assert {e["changeKind"]: e["uriTemplate"] for e in catalogue} == {
+            "uncommitted": changeset_of(session),
+            "session": f"{session}/changeset/session",
+            "turn": f"{session}/changeset/turn/{{turnId}}",
+        }
+        # The chat works in the session's folder: it lists the same.
+        on_chat = await client.wait_action(
+            catalogue_said(chat, "chat/changesetsChanged", 3), timeout=20
+        )
+        assert on_chat["action"]["changesets"] == catalogue
+        uri = changeset_of(session)
+        (plain / "x.txt").write_text("x\n")
+        await watched(client, uri)
+        await files_named(client, uri, "x.txt")
+
+        # Out of git again: no uncommitted changes, and the one a client held is cleared.
+        await bang(client, chat, "rm -rf .git")
+        await client.wait_action(
+            catalogue_said(session, "session/changesetsChanged", 2), timeout=20
+        )
+        await client.wait_action(
+            lambda e: e["channel"] == uri and e["action"]["type"] == "changeset/cleared",
+            timeout=20,
+        )
+        for channel in (session, chat):
+            await client.assert_conforms(channel)
+        assert client.tracked[session][0]["changesets"] == outside
+    finally:
+        shutil.rmtree(plain, ignore_errors=True)
+
+
+async def test_outside_git_the_before_side_is_what_the_first_turn_found(server, connect):
+    plain = Path(tempfile.mkdtemp(prefix="ahpd-cs-plain-"))
+    try:
+        (plain / "a.txt").write_text("alpha\n")
+        (plain / "same.txt").write_text("same\n")
+        client, session, chat = await opened(server, connect, plain)
+        whole = f"{session}/changeset/session"
+        assert (await watched(client, whole))["files"] == []
+        first = await ask(client, chat, "edit a.txt=ALPHA\\n b.txt=new\\n")
+        rows = await files_named(client, whole, "a.txt", "b.txt")
+        a, b = rows["a.txt"], rows["b.txt"]
+        assert a["edit"]["diff"] == {"added": 1, "removed": 1}
+        assert "before" not in b["edit"] and b["edit"]["diff"] == {"added": 1, "removed": 0}
+        before = await client.request(
+            "resourceRead", {"uri": a["edit"]["before"]["content"]["uri"]}
+        )
+        assert before["data"] == "alpha\n"
+        assert a["edit"]["after"]["content"]["uri"] == (plain / "a.txt").resolve().as_uri()
+        # A second turn's own changes start where the first left the folder.
+        second = await ask(client, chat, "edit a.txt=ALPHA!\\n")
+        own = f"{session}/changeset/turn/{second['turnId']}"
+        await watched(client, own)
+        row = (await files_named(client, own, "a.txt"))["a.txt"]
+        was = await client.request("resourceRead", {"uri": row["edit"]["before"]["content"]["uri"]})
+        assert was["data"] == "ALPHA\n"
+        earlier = f"{session}/changeset/turn/{first['turnId']}"
+        await watched(client, earlier)
+        await files_named(client, earlier, "a.txt", "b.txt")
+
+        # Revert: each file as the session found it, one it did not find gone.
+        for name in ("a.txt", "b.txt"):
+            target = {"kind": "resource", "resource": rows[name]["id"]}
+            await invoke(client, whole, "revert", target=target)
+        assert (plain / "a.txt").read_text() == "alpha\n"
+        assert not (plain / "b.txt").exists()
+        await client.wait_for(lambda: client.tracked[whole][0]["files"] == [], timeout=20)
+        await client.assert_conforms(whole)
+        # Kept in this host's own data directory: nothing was added to the folder.
+        assert sorted(p.name for p in plain.iterdir()) == ["a.txt", "same.txt"]
+    finally:
+        shutil.rmtree(plain, ignore_errors=True)
+
+
+def _release(gate: Path) -> None:
+    with open(gate, "w") as writer:  # waits for the hook to open its end
+        writer.write("go\n")
+
+
+async def test_an_identical_invocation_shares_the_run_and_a_turn_refuses_the_next(
+    server, connect, repo
+):
+    # A pre-commit hook that waits on a pipe: the commit stays in flight until let go.
+    gate = repo / ".git" / "gate"
+    os.mkfifo(gate)
+    hook = repo / ".git" / "hooks" / "pre-commit"
+    hook.parent.mkdir(exist_ok=True)
+    hook.write_text(f"#!/bin/sh\nread line < '{gate}'\n")
+    hook.chmod(0o755)
+    (repo / "a.txt").write_text("changed\n")
+    first, session, chat = await opened(server, connect, repo)
+    uri = changeset_of(session)
+    await watched(first, uri)
+    await files_named(first, uri, "a.txt")
+    second = await connect(server.url)
+    await second.initialize()
+    third = await connect(server.url)
+    await third.initialize()
+    await third.request("subscribe", {"channel": chat})
+    params = {
+        "channel": uri,
+        "operationId": "commit",
+        "_meta": {"ahpd.commit": {"message": "Once"}},
+    }
+    try:
+        one = asyncio.create_task(first.request("invokeChangesetOperation", params))
+        await first.wait_for(lambda: statuses(first, uri, "commit") == ["running"], timeout=20)
+        two = asyncio.create_task(second.request("invokeChangesetOperation", params))
+        joined = await asyncio.to_thread(
+            server.wait_output, lambda line: "joins the run in flight" in line and uri in line, 20
+        )
+        assert joined
+        # A turn begins while the commit is held: the list goes disabled.
+        slow = turn("slow")
+        await third.dispatch_and_wait(chat, slow)
+        await first.wait_for(
+            lambda: all(op["status"] == "disabled" for op in first.tracked[uri][0]["operations"]),
+            timeout=20,
+        )
+        await asyncio.wait_for(asyncio.to_thread(_release, gate), 30)
+        said_one, said_two = await one, await two
+    finally:
+        os.close(os.open(gate, os.O_RDONLY | os.O_NONBLOCK))  # a writer left waiting goes
+    assert said_one == said_two and said_one["message"].startswith("Committed")
+    assert git(repo, "log", "--format=%s").split("\n")[:2] == ["Once", "seed"]
+    assert statuses(first, uri, "commit") == ["running", "idle"]
+
+    # Mid-turn, an operation the list holds disabled is refused as such, in VS Code's words.
+    assert await refusal(first, uri, "stage") == (
+        -32602,
+        f"Operation 'stage' is disabled on changeset {uri}",
+    )
+    stop = {"type": "chat/turnCancelled", "turnId": slow["turnId"], "duration": 1}
+    assert "rejectionReason" not in await third.dispatch_and_wait(chat, stop)
+    await first.wait_for(
+        lambda: all(op["status"] == "idle" for op in first.tracked[uri][0]["operations"]),
+        timeout=20,
+    )
+    await first.assert_conforms(uri)

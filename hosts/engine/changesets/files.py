@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -103,14 +104,22 @@ def _file(
 
 
 async def read_between(
-    top: Path, pathspec: str, base: str, then: str | None
+    top: Path,
+    pathspec: str,
+    base: str,
+    then: str | None,
+    env: git.Env = None,
+    current: Callable[[], Awaitable[str | None]] | None = None,
 ) -> tuple[list[dict[str, Any]], list[git.Row]]:
     """What changed between the tree `base` and the tree `then` (a turn's end), or the working
-    tree as it stands (None): the before side read from `base`, the after side from `then`,
-    or the file on disk."""
-    now = then if then is not None else await git.snapshot(top)
+    tree as it stands (None: `current`, else the repository's own snapshot): the before side
+    read from `base`, the after side from `then`, or the file on disk. `env` names where the
+    trees are kept, for a folder outside any repository (kept.py)."""
+    now = then if then is not None else await (current or (lambda: git.snapshot(top)))()
+    if now is None:
+        return [], []
     found, stats = await asyncio.gather(
-        git.changed(top, base, now, pathspec), git.numstat(top, base, pathspec, now)
+        git.changed(top, base, now, pathspec, env), git.numstat(top, base, pathspec, now, env)
     )
     files = []
     for row in found:

@@ -9,6 +9,7 @@ re-read never fights the person's own `git add` in a terminal for the index.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import tempfile
@@ -23,6 +24,11 @@ _ENV = {
     "GIT_PAGER": "cat",
     "LC_ALL": "C",
 }
+
+
+#: What a call adds to git's environment: None for the folder's own repository, or where this
+#: host keeps a folder outside any git tree (kept.py: GIT_DIR and GIT_WORK_TREE).
+Env = Mapping[str, str] | None
 
 
 class GitError(Exception):
@@ -82,6 +88,35 @@ async def run(
     return status, out
 
 
+async def count_files(top: Path, paths: list[str], env: Env, cap: int) -> int:
+    """How many files `git add` would take under `paths` (what git ignores not), counted
+    up to `cap`: git is stopped there, so a huge folder costs no more than `cap` names."""
+    process = await asyncio.create_subprocess_exec(
+        "git",
+        "-C",
+        str(top),
+        "ls-files",
+        "--others",
+        "--exclude-standard",
+        "-z",
+        "--",
+        *paths,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+        env={**os.environ, **_ENV, **(env or {})},
+    )
+    assert process.stdout is not None
+    found = 0
+    while found < cap and (chunk := await process.stdout.read(65536)):
+        found += chunk.count(b"\0")
+    if process.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+    await process.wait()
+    return found
+
+
 def repository_of(folder: Path) -> Path | None:
     """The top of the working tree `folder` lies in, by looking for `.git` upwards (no
     subprocess: the session catalogue asks this as a session opens), or None."""
@@ -130,12 +165,14 @@ async def status(top: Path, pathspec: str) -> list[Row]:
 
 
 async def numstat(
-    top: Path, base: str, pathspec: str, then: str | None = None
+    top: Path, base: str, pathspec: str, then: str | None = None, env: Env = None
 ) -> dict[str, tuple[int, int]]:
     """Lines added and removed per path between `base` and `then` (another tree), or the
     working tree's tracked and staged files; a binary file has none."""
     ends = (base, then) if then is not None else (base,)
-    _, out = await run(top, "diff", "--numstat", "-z", "--find-renames", *ends, "--", pathspec)
+    _, out = await run(
+        top, "diff", "--numstat", "-z", "--find-renames", *ends, "--", pathspec, env=env
+    )
     stats: dict[str, tuple[int, int]] = {}
     fields = out.decode(errors="surrogateescape").split("\0")
     i = 0
@@ -154,11 +191,11 @@ async def numstat(
     return stats
 
 
-async def changed(top: Path, base: str, then: str, pathspec: str) -> list[Row]:
+async def changed(top: Path, base: str, then: str, pathspec: str, env: Env = None) -> list[Row]:
     """What differs between two trees under `pathspec`, as rows whose index letter is the
     change (A, M, D, R with the path it came from)."""
     _, out = await run(
-        top, "diff", "--name-status", "-z", "--find-renames", base, then, "--", pathspec
+        top, "diff", "--name-status", "-z", "--find-renames", base, then, "--", pathspec, env=env
     )
     fields = out.decode(errors="surrogateescape").split("\0")
     rows: list[Row] = []
@@ -198,15 +235,22 @@ async def snapshot(top: Path) -> str:
         index.unlink(missing_ok=True)
 
 
-async def show(top: Path, commit: str, path: str) -> bytes | None:
+async def show(top: Path, commit: str, path: str, env: Env = None) -> bytes | None:
     """A file as `commit` has it, or None where it has no such file."""
-    status, out = await run(top, "show", f"{commit}:{path}", ok=(0, 128))
+    status, out = await run(top, "show", f"{commit}:{path}", ok=(0, 128), env=env)
     return out if status == 0 else None
 
 
-async def holds(top: Path, commit: str, path: str) -> bool:
+async def size(top: Path, commit: str, path: str, env: Env = None) -> int | None:
+    """How many bytes a file is as `commit` has it, or None where it has no such file (read
+    from the object's header: nothing of the file itself is read)."""
+    status, out = await run(top, "cat-file", "-s", f"{commit}:{path}", ok=(0, 1, 128), env=env)
+    return int(out) if status == 0 and out.strip().isdigit() else None
+
+
+async def holds(top: Path, commit: str, path: str, env: Env = None) -> bool:
     """Whether `commit` has a file (or folder) at `path`."""
-    status, _ = await run(top, "cat-file", "-e", f"{commit}:{path}", ok=(0, 1, 128))
+    status, _ = await run(top, "cat-file", "-e", f"{commit}:{path}", ok=(0, 1, 128), env=env)
     return status == 0
 
 

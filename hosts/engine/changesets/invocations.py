@@ -1,17 +1,24 @@
 """`invokeChangesetOperation`: one operation run on a changeset, refused or done.
 
-Refused in this order: a changeset this host does not hold (-32001), then, each -32602, an
-operation it does not offer, one it offers disabled, one asked while the session runs a turn,
-a target of a kind the operation does not take, and a target outside the session's folder.
-Operations of one id run one after the other (a lane each), and each decides again from what
-git holds when its turn comes. While it runs it is `running` on the channel; it ends `idle`,
-after the changeset was read again and its moves said, or `error` with what git said (and
-the request fails -32603 with it).
+Refused in the order and words of VS Code's changeset operations: a changeset this host does
+not hold (-32001 `Changeset not found: <uri>`), then, each -32602, an operation it does not
+offer (`Unknown operation 'X' on changeset <uri>`), one the channel holds disabled (`Operation
+'X' is disabled on changeset <uri>`), one asked while the session runs a turn (`Operation 'X'
+is disabled while a turn is active on changeset <uri>`: an operation that ended mid-turn is
+held idle until the next list), a target of a scope the operation does not take (`Operation
+'X' does not support scope 'k' (allowed: ...)`), and this host's own last: a target outside
+the session's folder. An identical invocation (the same operation, target and words) asked
+while one runs shares that run and its answer; another of the same operation waits for the one
+before it (a lane each), and decides again from what git holds when its turn comes. While it
+runs it is `running` on the channel; it ends `idle`, after the changeset was read again and
+its moves said, or `error` with what git said (and the request fails -32603 with it).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
 import os
 from pathlib import Path
 from typing import Any
@@ -22,6 +29,8 @@ from . import git, operations
 from .table import Changeset, Changesets
 
 METHOD = "invokeChangesetOperation"
+
+log = logging.getLogger("ahpd.engine")
 
 
 def target_of(params: dict[str, Any]) -> tuple[str, str] | None:
@@ -63,7 +72,9 @@ async def invoke(
     target: tuple[str, str] | None,
     message: str | None,
     who: tuple[str, str],
+    asked: Any = None,
 ) -> str:
+    """Run an operation (`asked` is the target as sent: what makes two invocations one)."""
     if changeset is None:
         raise ProtocolError(ErrorCode.SESSION_NOT_FOUND, f"Changeset not found: {uri}")
     if changeset.tree is None or changeset.running != changesets.running(changeset):
@@ -71,18 +82,49 @@ async def invoke(
     offered = {op["id"]: op for op in changeset.channel.state.get("operations") or []}
     operation = offered.get(operation_id)
     if operation is None:
-        raise invalid_params(f"Changeset operation not found: {operation_id}")
-    running = changesets.running(changeset)
-    if operation["status"] == "disabled" and not running:
-        raise invalid_params(f"Changeset operation '{operation_id}' is disabled")
-    if running or operation["status"] == "disabled":
+        raise invalid_params(f"Unknown operation '{operation_id}' on changeset {uri}")
+    if operation["status"] == "disabled":
+        raise invalid_params(f"Operation '{operation_id}' is disabled on changeset {uri}")
+    if changesets.running(changeset):
         raise invalid_params(
-            f"Changeset operation '{operation_id}' is not available while a turn is running"
+            f"Operation '{operation_id}' is disabled while a turn is active on changeset {uri}"
         )
     kind = target[0] if target is not None else "changeset"
     if kind not in operation["scopes"]:
-        raise invalid_params(f"Changeset operation '{operation_id}' does not take a {kind} target")
+        allowed = ", ".join(operation["scopes"])
+        raise invalid_params(
+            f"Operation '{operation_id}' does not support scope '{kind}' (allowed: {allowed})"
+        )
     path = _inside(changeset, target[1]) if target is not None else None
+    key = (operation_id, json.dumps(asked, sort_keys=True), message)
+    run = changeset.in_flight.get(key)
+    if run is not None:
+        log.info("%s: %s on %s joins the run in flight", METHOD, operation_id, uri)
+    else:
+        run = asyncio.ensure_future(_laned(changesets, changeset, operation_id, path, message, who))
+        changeset.in_flight[key] = run
+        run.add_done_callback(lambda done: _landed(changeset, key, done))
+    # Shielded: a caller that goes away leaves the run to whoever else waits on it.
+    return await asyncio.shield(run)
+
+
+def _landed(
+    changeset: Changeset, key: tuple[str, str, str | None], run: asyncio.Future[str]
+) -> None:
+    if changeset.in_flight.get(key) is run:
+        del changeset.in_flight[key]
+    if not run.cancelled():
+        run.exception()  # retrieved, so a run nobody waits on any more fails quietly
+
+
+async def _laned(
+    changesets: Changesets,
+    changeset: Changeset,
+    operation_id: str,
+    path: Path | None,
+    message: str | None,
+    who: tuple[str, str],
+) -> str:
     lane = changeset.lanes.setdefault(operation_id, asyncio.Lock())
     async with lane:
         return await _run(changesets, changeset, operation_id, path, message, who)

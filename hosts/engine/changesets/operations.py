@@ -38,6 +38,8 @@ class Tree:
     rows: tuple[git.Row, ...]
     #: What the session found (its first turn's start), for a session's changes; else None.
     base: str | None = None
+    #: Where the trees are kept for a folder outside any repository (kept.py); else None.
+    env: git.Env = None
 
 
 def declared(tree: Tree, *, running: bool, subject: str) -> list[dict[str, Any]]:
@@ -189,8 +191,9 @@ async def _revert(tree: Tree, paths: list[str]) -> str:
     """Each path as the session found it (the index left alone); one it did not find, gone."""
     assert tree.base is not None, "declared for a session's changes only"
     for path in paths:
-        if await git.holds(tree.top, tree.base, path):
-            await git.run(tree.top, "restore", f"--source={tree.base}", "--worktree", "--", path)
+        if await git.holds(tree.top, tree.base, path, tree.env):
+            restore = ("restore", f"--source={tree.base}", "--worktree", "--", path)
+            await git.run(tree.top, *restore, env=tree.env)
         else:
             await asyncio.to_thread(_remove, tree.top / path)
     return f"Reverted {', '.join(paths)} to how the session found it"

@@ -7,17 +7,22 @@
 - `turn/<turnId>`: what one turn changed, from the tree it found to the tree it left (or the
   working tree while it runs).
 
-A changeset is a scope nested under its session's URI, so what is a session's is a prefix.
+A folder in a git working tree has all three, its trees kept in its own repository; one
+outside any has the last two where this host keeps trees of its own (kept.py), the before
+side of each file the content its first turn found. A changeset is a scope nested under its
+session's URI, so what is a session's is a prefix.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Awaitable
 from pathlib import Path
 from typing import Any
 
 from ..sessions.records import SessionRecord, file_path
 from . import files, git
+from .kept import Kept
 from .operations import Tree, declared, declared_for_session
 
 SEGMENT = "/changeset/"
@@ -55,17 +60,13 @@ def in_git(record: SessionRecord) -> bool:
     return folder is not None and git.repository_of(folder) is not None
 
 
-def catalogue(record: SessionRecord) -> list[dict[str, Any]] | None:
-    """A session's changeset catalogue, where its folder is in a git working tree."""
-    if not in_git(record):
+def catalogue(record: SessionRecord, kept: bool = False) -> list[dict[str, Any]] | None:
+    """A session's changeset catalogue: where its folder is in a git working tree, or outside
+    one where this host keeps trees (`kept`); None where it has none."""
+    folder = folder_of(record)
+    if folder is None or not (kept or in_git(record)):
         return None
-    return [
-        {
-            "label": "Uncommitted Changes",
-            "uriTemplate": uri_of(record.uri, UNCOMMITTED),
-            "changeKind": "uncommitted",
-            "description": f"What differs from HEAD under {folder_of(record)}",
-        },
+    ours = [
         {
             "label": "Session Changes",
             "uriTemplate": uri_of(record.uri, SESSION),
@@ -79,22 +80,50 @@ def catalogue(record: SessionRecord) -> list[dict[str, Any]] | None:
             "description": "What one turn changed",
         },
     ]
+    if not in_git(record):
+        return ours
+    uncommitted = {
+        "label": "Uncommitted Changes",
+        "uriTemplate": uri_of(record.uri, UNCOMMITTED),
+        "changeKind": "uncommitted",
+        "description": f"What differs from HEAD under {folder}",
+    }
+    return [uncommitted, *ours]
 
 
-def served(record: SessionRecord, scope: str) -> bool:
+def served(record: SessionRecord, scope: str, kept: bool = False) -> bool:
     """Whether this session has that changeset: a turn's only once the turn has begun."""
-    return in_git(record) and (
-        not scope.startswith(TURN) or scope.removeprefix(TURN) in record.snapshots
-    )
+    if not catalogue(record, kept):
+        return False
+    if scope == UNCOMMITTED:
+        return in_git(record)
+    return not scope.startswith(TURN) or scope.removeprefix(TURN) in record.snapshots
 
 
 async def read(
-    scope: str, folder: Path, record: SessionRecord, *, running: bool, subject: str
+    scope: str,
+    folder: Path,
+    record: SessionRecord,
+    *,
+    running: bool,
+    subject: str,
+    kept: Kept | None = None,
 ) -> tuple[Tree, list[dict[str, Any]], list[dict[str, Any]]]:
     """The scope as git has it now: the tree the operations run on, the files, the
     operations as things stand."""
-    top = await git.top_of(folder)
-    pathspec = os.path.relpath(folder.resolve(), top.resolve())
+    env: git.Env = None
+    current = None
+    if in_git(record):
+        top = await git.top_of(folder)
+        pathspec = os.path.relpath(folder.resolve(), top.resolve())
+    elif kept is not None:
+        top, pathspec, env = Path("/"), Kept.pathspec(folder), kept.env
+
+        def current() -> Awaitable[str | None]:
+            return kept.snapshot(folder, record.uri, keep=False)
+
+    else:
+        raise git.GitError(f"{folder} is in no git working tree")
     if scope == UNCOMMITTED:
         found, rows, head = await files.read(top, pathspec)
         tree = Tree(top, pathspec, head, tuple(rows))
@@ -103,13 +132,12 @@ async def read(
         first = next(iter(record.snapshots.values()), None)
         if first is None:  # no turn yet: nothing changed
             return Tree(top, pathspec, None, ()), [], []
-        found, rows = await files.read_between(top, pathspec, first[0], None)
-        tree = Tree(top, pathspec, None, tuple(rows), base=first[0])
+        found, rows = await files.read_between(top, pathspec, first[0], None, env, current)
+        tree = Tree(top, pathspec, None, tuple(rows), base=first[0], env=env)
         return tree, found, declared_for_session(running=running)
     snaps = record.snapshots.get(scope.removeprefix(TURN), [])
     if not snaps:
         return Tree(top, pathspec, None, ()), [], []
-    found, rows = await files.read_between(
-        top, pathspec, snaps[0], snaps[1] if len(snaps) > 1 else None
-    )
-    return Tree(top, pathspec, None, tuple(rows)), found, []
+    then = snaps[1] if len(snaps) > 1 else None
+    found, rows = await files.read_between(top, pathspec, snaps[0], then, env, current)
+    return Tree(top, pathspec, None, tuple(rows), env=env), found, []

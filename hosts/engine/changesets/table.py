@@ -7,9 +7,12 @@ the OS's file notifications (watchfiles) over the session's folder and git's own
 and refs nudge a re-read, coalesced per changeset: an agent's write, a tool call's, a
 terminal's `git add`, a commit somewhere else. Only a move is said: a file's row set or
 removed, or the whole set where that is the smaller thing. As a turn begins (awaited before
-its agent runs) and ends, the working tree is kept as a git tree id on the session's record;
-each flip of the session's running state reads its changesets again, so their operations are
-disabled mid-turn. Released after the grace once nobody watches, cleared when the session goes.
+its agent runs) and ends, the working tree is kept as a git tree id on the session's record
+(in the folder's repository, or outside any in this host's own, kept.py), and the session's
+catalogue is said again where the folder entered or left a git tree; each flip of the
+session's running state reads its changesets again, so their operations are disabled
+mid-turn, and a rename re-declares them, so commit's confirmation names the new title.
+Released after the grace once nobody watches, cleared when the session goes.
 """
 
 from __future__ import annotations
@@ -22,19 +25,21 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
-from watchfiles import Change, awatch
-
-from ...protocol.errors import ErrorCode, ProtocolError
+from ...protocol.errors import ErrorCode, ProtocolError, invalid_params
 from ..channel import Channel
 from ..fanout import Fanout
 from ..sessions.live import LiveChat, LiveSession
-from . import git, scopes
+from ..sessions.records import SessionRecord
+from . import git, scopes, watching
+from .kept import Kept
 from .operations import Tree
 
 log = logging.getLogger("ahpd.engine")
 
 #: How long the watcher gathers notifications into one re-read, in milliseconds.
 BATCH_MS = 150
+#: How long a subscribe waits for a changeset's watcher to be in place (git asked first).
+ATTACH_S = 10.0
 
 
 class Changeset:
@@ -51,8 +56,12 @@ class Changeset:
         self.read_lock = asyncio.Lock()
         self.pending = False
         self.lanes: dict[str, asyncio.Lock] = {}
+        #: The runs under way, by what was asked (operation, target, words), to share.
+        self.in_flight: dict[tuple[str, str, str | None], asyncio.Future[str]] = {}
         self.watcher: asyncio.Task[None] | None = None
         self.stop_watching = asyncio.Event()
+        #: Set once the watcher's OS watches are registered.
+        self.watching = asyncio.Event()
         self.release_timer: asyncio.TimerHandle | None = None
 
 
@@ -63,8 +72,11 @@ class Changesets:
         session_of: Callable[[str], LiveSession | None],
         save: Callable[[LiveSession], None],
         grace_s: float,
+        kept: Kept | None = None,
     ) -> None:
         self.fanout = fanout
+        #: Where trees are kept for folders outside any git tree; None: those have none.
+        self.kept = kept
         self._session_of = session_of
         self._save = save
         self._grace_s = grace_s
@@ -78,14 +90,20 @@ class Changesets:
     def get(self, uri: str) -> Changeset | None:
         return self._open.get(uri)
 
+    def catalogue(self, record: SessionRecord) -> list[dict[str, Any]] | None:
+        """A session's changeset catalogue (scopes.py), as this host can serve it."""
+        return scopes.catalogue(record, self.kept is not None)
+
     def wake(self, uri: str) -> None:
         """Open the changeset a URI names, if its session is here and has that changeset."""
         parsed = scopes.parse(uri) if uri not in self._open else None
         session = self._session_of(parsed[0]) if parsed is not None else None
-        if session is None or parsed is None or not scopes.served(session.record, parsed[1]):
+        if session is None or parsed is None:
+            return
+        if not scopes.served(session.record, parsed[1], self.kept is not None):
             return
         folder = scopes.folder_of(session.record)
-        assert folder is not None, "a session in git has a folder"
+        assert folder is not None, "a session with changesets has a folder"
         channel = self.fanout.open(Channel(uri, "changeset", {"status": "computing", "files": []}))
         self._open[uri] = Changeset(channel, session.record.uri, parsed[1], folder)
 
@@ -119,6 +137,7 @@ class Changesets:
                     session.record,
                     running=running,
                     subject=self.subject(changeset),
+                    kept=self.kept,
                 )
             except (git.GitError, OSError) as error:
                 self._failed(changeset, str(error))
@@ -174,6 +193,13 @@ class Changesets:
             action = {"type": "changeset/statusChanged", "status": "error", "error": error}
             self.fanout.emit(changeset.channel, action)
 
+    def retitled(self, session_uri: str) -> None:
+        """The session's title moved: its changesets are read again, so the commit's
+        confirmation names the words a commit would now go in with."""
+        for changeset in self._open.values():
+            if changeset.session == session_uri and changeset.tree is not None:
+                self.nudge(changeset)
+
     def activity(self) -> None:
         """A session's running state may have flipped (a turn began or ended): each of its
         changesets is read again, so its operations are said disabled mid-turn and idle
@@ -193,23 +219,57 @@ class Changesets:
 
     async def _snap(self, session: LiveSession, turn_id: str, *, first: bool) -> None:
         record = session.record
+        # A session's folder may have entered a git tree (or left one) since it was last
+        # looked at: a `git init`, a clone, a terminal's `rm -rf .git`.
+        if self._session_of(record.uri) is session:
+            self.recatalogue(session)
         folder = scopes.folder_of(record)
-        if folder is None or not scopes.in_git(record):
+        in_git = scopes.in_git(record)
+        if folder is None or not (in_git or self.kept is not None):
             return
         if not first and turn_id not in record.snapshots:
             return
         async with self._snapping.setdefault(record.uri, asyncio.Lock()):
             try:
-                tree = await git.snapshot(await git.top_of(folder))
+                if in_git:
+                    tree: str | None = await git.snapshot(await git.top_of(folder))
+                else:
+                    assert self.kept is not None
+                    tree = await self.kept.snapshot(folder, record.uri, keep=True)
             except (git.GitError, OSError) as error:
                 log.warning("keeping the tree under %s failed: %s", folder, error)
                 return
+            if tree is None:
+                return  # too large to keep
             found = record.snapshots.get(turn_id, [])
             record.snapshots[turn_id] = [tree] if first else [found[0], tree]
             self._save(session)
         for changeset in list(self._open.values()):
             if changeset.session == record.uri:
                 self.nudge(changeset)
+
+    def recatalogue(self, session: LiveSession) -> None:
+        """Say the session's changeset catalogue, and each of its chats', where it moved."""
+        record = session.record
+        found = self.catalogue(record)
+        held = session.channel.state.get("changesets")
+        if held and found != held:
+            # Into git or out of it: what it listed goes, said cleared to whoever holds one,
+            # and the trees its turns found were kept elsewhere (a session's changes start
+            # again at its next turn).
+            self._spawn(self._clear_open(record.uri))
+            record.snapshots.clear()
+            self._save(session)
+        targets = [
+            (session.channel, "session/changesetsChanged"),
+            *((c.channel, "chat/changesetsChanged") for c in session.chats.values()),
+        ]
+        for channel, said in targets:
+            if channel.state.get("changesets") != found:
+                action: dict[str, Any] = {"type": said}
+                if found is not None:
+                    action["changesets"] = found
+                self.fanout.emit(channel, action)
 
     # -- watching ---------------------------------------------------------------------------
 
@@ -222,6 +282,7 @@ class Changesets:
             changeset.release_timer = None
         if changeset.watcher is None or changeset.watcher.done():
             changeset.stop_watching = asyncio.Event()
+            changeset.watching = asyncio.Event()
             changeset.watcher = asyncio.get_running_loop().create_task(
                 self._watch(changeset), name=f"changeset {channel.uri}"
             )
@@ -229,43 +290,23 @@ class Changesets:
             self.nudge(changeset)
 
     async def _watch(self, changeset: Changeset) -> None:
-        try:
-            top = await git.top_of(changeset.folder)
-            gitdir = await git.git_dir(top)
-        except (git.GitError, OSError) as error:
-            log.warning("not watching %s: %s", changeset.folder, error)
-            return
-        folder = changeset.folder.resolve()
-        roots = [folder] if gitdir.is_relative_to(folder) else [folder, gitdir]
-
-        def moved(change: Change, raw: str) -> bool:
-            path = Path(raw)
-            if not path.is_relative_to(gitdir):
-                return True
-            inside = path.relative_to(gitdir).as_posix()
-            # git's own files: only where the index, HEAD or a branch moves.
-            return not inside.endswith(".lock") and (
-                inside in ("index", "HEAD") or inside.startswith("refs/")
-            )
-
-        try:
-            async for _ in awatch(
-                *roots,
-                watch_filter=moved,
-                debounce=BATCH_MS,
-                step=25,
-                stop_event=changeset.stop_watching,
-                ignore_permission_denied=True,
-            ):
-                self.nudge(changeset)
-        except Exception:
-            log.exception("watching %s failed; its changeset is read on request only", folder)
+        ours = self.kept.private if self.kept is not None else ()
+        await watching.watch(
+            changeset.folder,
+            changeset.stop_watching,
+            ours,
+            BATCH_MS,
+            lambda: self.nudge(changeset),
+            changeset.watching,
+        )
 
     async def attached(self, uri: str) -> None:
-        """Return once a changeset's watcher has taken its first step (it registers the OS's
-        watches there), so a subscriber answered may change files and be told."""
-        if uri in self._open:
-            await asyncio.sleep(0)
+        """Return once a changeset's watcher has registered the OS's watches (it asks git where
+        the repository is first), so a subscriber answered may change files and be told."""
+        changeset = self._open.get(uri)
+        if changeset is not None and changeset.watcher is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(changeset.watching.wait(), ATTACH_S)
 
     def _left(self, client_id: str, channels: list[Channel], dropped: bool) -> None:
         loop = asyncio.get_running_loop()
@@ -296,6 +337,9 @@ class Changesets:
     async def clear(self, session_uri: str) -> None:
         """The session goes: each of its changesets says `changeset/cleared`, then closes."""
         self._snapping.pop(session_uri, None)
+        await self._clear_open(session_uri)
+
+    async def _clear_open(self, session_uri: str) -> None:
         for changeset in [c for c in self._open.values() if c.session == session_uri]:
             self.fanout.emit(changeset.channel, {"type": "changeset/cleared"})
             await self._drop(changeset)
@@ -308,14 +352,24 @@ class Changesets:
 
     # -- a file's before side -----------------------------------------------------------------
 
-    async def before(self, path: Path, commit: str, uri: str) -> bytes:
-        """What `commit` holds at `path` (a path the fence let through); -32008 without."""
+    async def before(self, path: Path, commit: str, uri: str, limit: int = 0) -> bytes:
+        """What `commit` holds at `path` (a path the fence let through); -32008 without. One
+        over `limit` bytes (0: none) is refused by its size, never read whole."""
         existing = next((p for p in (path, *path.parents) if p.exists()), None)
         top = git.repository_of(existing) if existing is not None else None
+        env: git.Env = None
+        if top is None and self.kept is not None:
+            top, env = Path("/"), self.kept.env  # a folder outside git: what this host kept
         data = None
         if top is not None:
             relative = os.path.relpath(path, top.resolve())
-            data = await git.show(top, commit, relative)
+            size = await git.size(top, commit, relative, env)
+            if size is not None and limit and size > limit:
+                raise invalid_params(
+                    f"resourceRead: {uri} is {size} bytes, over this host's read limit of "
+                    f"{limit} (AHPD_RESOURCE_READ_LIMIT_BYTES)"
+                )
+            data = await git.show(top, commit, relative, env) if size is not None else None
         if data is None:
             raise ProtocolError(ErrorCode.NOT_FOUND, f"Resource not found: {uri}")
         return data

@@ -27,6 +27,13 @@ async def invoke_changeset_operation(
         access.require(conn.principal, record, "session:changes")
     name = conn.principal.ref.partition(":")[2] or conn.principal.ref
     said = await invocations.invoke(
-        host.changesets, changeset, uri, operation, target, message, (name, f"{name}@ahpd")
+        host.changesets,
+        changeset,
+        uri,
+        operation,
+        target,
+        message,
+        (name, f"{name}@ahpd"),
+        asked=params.get("target"),
     )
     return {"message": said}

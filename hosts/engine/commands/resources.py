@@ -85,9 +85,7 @@ async def resource_read(host: Host, conn: Connection, params: dict[str, Any]) ->
         # The before side of a changeset's file: what a commit holds, inside the fence too.
         named, commit = changeset_files.parse_before_uri(uri, "resourceRead")
         path = host.served.path_of(named.as_uri(), "resourceRead")
-        data = await host.changesets.before(path, commit, uri)
-        if limit and len(data) > limit:
-            raise invalid_params(f"resourceRead: {uri} is over this host's read limit of {limit}")
+        data = await host.changesets.before(path, commit, uri, limit)
         return files.encoded(data, path, encoding)
     path = host.served.path_of(uri, "resourceRead")
     return await asyncio.to_thread(files.read, path, uri, encoding, limit)

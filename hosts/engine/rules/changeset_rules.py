@@ -1,4 +1,5 @@
-"""The rules of a changeset's actions: what the host says as it reads git, and the one action
+"""The rules of a changeset's actions: what the host says as it reads git (and the catalogues
+of a session and its chats, as a folder enters or leaves a git tree), and the one action
 a client sends, a review tick, which the uncommitted changeset refuses (it keeps no review:
 its files are the working tree's, and a tick on them would say nothing true for long)."""
 
@@ -16,6 +17,8 @@ CHANGESET_RULES = (
     *(
         ActionRule(action_type, said_by_host=True)
         for action_type in (
+            "session/changesetsChanged",
+            "chat/changesetsChanged",
             "changeset/statusChanged",
             "changeset/fileSet",
             "changeset/fileRemoved",

@@ -11,6 +11,7 @@ def _title(d: Dispatch) -> str | None:
     d.say()
     d.session.record.title = d.action["title"]
     d.host.sessions.touch(d.session)
+    d.host.changesets.retitled(d.session.record.uri)
     return None
 
 

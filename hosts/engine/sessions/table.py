@@ -163,6 +163,9 @@ class Sessions:
         self._hold(LiveChat(record, channel, session))
 
     def _hold(self, chat: LiveChat) -> None:
+        # A chat works in its session's folder: it lists the session's changesets (its seed).
+        if found := self.catalogue_of(chat.session.record):
+            chat.channel.state["changesets"] = found
         chat.session.chats[chat.record.uri] = chat
         self.chats[chat.record.uri] = chat
 

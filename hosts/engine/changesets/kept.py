@@ -1,0 +1,99 @@
+"""What a folder outside any git tree held when a session's turns found it: the before side of
+its changes, kept by this host where no repository keeps one.
+
+One bare repository of this host's, under its data directory (never inside the fence), holds
+the objects; each session has an index of its own there, so a turn's start hashes only what
+changed since the last. Its work tree is `/`, so a tree id read back names each file by its
+whole path, and the before side of any file is `<tree>:<path>` with no folder to remember:
+the same `ahpd-git:///<path>?ref=<tree>` URIs a repository's changes use. What git ignores
+there (a `.gitignore` in the folder) is not kept, nor this host's own private folders, and a
+folder holding more than `FILE_LIMIT` files is not kept at all (a turn's start waits for it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from . import git
+
+log = logging.getLogger("ahpd.engine")
+
+#: A folder with more files than this (outside what git ignores) is not kept.
+FILE_LIMIT = 20_000
+
+
+class Kept:
+    def __init__(self, root: Path, private: tuple[Path, ...] = ()) -> None:
+        self.git_dir = root / "kept.git"
+        #: This host's own folders: never kept, never a change.
+        self.private = tuple(Path(os.path.realpath(p)) for p in (root, *private))
+        self._made = asyncio.Lock()
+        self._too_big: set[str] = set()
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {"GIT_DIR": str(self.git_dir), "GIT_WORK_TREE": "/"}
+
+    @staticmethod
+    def pathspec(folder: Path) -> str:
+        """A folder as the store's paths name it: relative to `/`."""
+        return os.path.relpath(os.path.realpath(folder), "/")
+
+    async def _ready(self) -> None:
+        async with self._made:
+            if not (self.git_dir / "HEAD").exists():
+                self.git_dir.parent.mkdir(parents=True, exist_ok=True)
+                await git.run(self.git_dir.parent, "init", "-q", "--bare", str(self.git_dir))
+                (self.git_dir / "indexes").mkdir(exist_ok=True)
+
+    def _index(self, session_uri: str) -> Path:
+        return self.git_dir / "indexes" / hashlib.sha256(session_uri.encode()).hexdigest()
+
+    def _paths(self, folder: Path) -> list[str]:
+        real = Path(os.path.realpath(folder))
+        excluded = [
+            f":(exclude){os.path.relpath(p, '/')}" for p in self.private if p.is_relative_to(real)
+        ]
+        return [self.pathspec(folder), *excluded]
+
+    async def snapshot(self, folder: Path, session_uri: str, *, keep: bool) -> str | None:
+        """The folder as it stands, as a tree id in the store; `keep` moves the session's index
+        on (a turn's start or end). None for a folder too large to keep."""
+        await self._ready()
+        saved = self._index(session_uri)
+        if not saved.exists() and not await self._small_enough(folder, session_uri):
+            return None
+        handle, name = tempfile.mkstemp(prefix="ahpd-index-", dir=self.git_dir)
+        os.close(handle)
+        index = Path(name)
+        try:
+            if saved.exists():
+                await asyncio.to_thread(shutil.copyfile, saved, index)
+            else:
+                index.unlink()
+            env = {**self.env, "GIT_INDEX_FILE": str(index)}
+            await git.run(Path("/"), "add", "-A", "--", *self._paths(folder), env=env)
+            _, out = await git.run(Path("/"), "write-tree", env=env)
+            if keep:
+                os.replace(index, saved)
+            return out.decode().strip()
+        finally:
+            index.unlink(missing_ok=True)
+
+    async def _small_enough(self, folder: Path, session_uri: str) -> bool:
+        if session_uri in self._too_big:
+            return False
+        found = await git.count_files(Path("/"), self._paths(folder), self.env, FILE_LIMIT + 1)
+        if found > FILE_LIMIT:
+            self._too_big.add(session_uri)
+            log.warning(
+                "not keeping %s for its session's changes: over %d files", folder, FILE_LIMIT
+            )
+            return False
+        return True

@@ -1,0 +1,67 @@
+"""invokeChangesetOperation's refusals, in VS Code's order and words, where the end-to-end
+tests cannot place a request deterministically: an operation the channel holds idle (one that
+ended mid-turn) while the session runs a turn."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hosts.engine.changesets import invocations
+from hosts.engine.changesets.operations import Tree
+from hosts.engine.changesets.table import Changeset
+from hosts.engine.channel import Channel
+from hosts.protocol.errors import ProtocolError
+
+URI = "ahp-session:/one/changeset/uncommitted"
+
+
+class Turning:
+    """The changesets' view of a session that runs a turn; nothing is read again."""
+
+    def running(self, changeset: Changeset) -> bool:
+        return True
+
+    async def read(self, changeset: Changeset) -> None:
+        raise AssertionError("held as read: nothing to read again")
+
+
+def held(status: str, scopes: list[str]) -> Changeset:
+    operations = [{"id": "commit", "label": "Commit", "scopes": scopes, "status": status}]
+    channel = Channel(URI, "changeset", {"status": "ready", "files": [], "operations": operations})
+    changeset = Changeset(channel, "ahp-session:/one", "uncommitted", Path("/nowhere"))
+    changeset.tree = Tree(Path("/nowhere"), ".", None, ())
+    changeset.running = True
+    return changeset
+
+
+async def refused(changeset: Changeset, operation: str, target: Any = None) -> str:
+    with pytest.raises(ProtocolError) as caught:
+        await invocations.invoke(
+            Turning(),  # type: ignore[arg-type]
+            changeset,
+            URI,
+            operation,
+            target,
+            None,
+            ("someone", "someone@ahpd"),
+        )
+    assert caught.value.code == -32602
+    return str(caught.value.message)
+
+
+async def test_an_operation_held_idle_mid_turn_is_refused_for_the_turn():
+    said = await refused(held("idle", ["changeset"]), "commit")
+    assert said == f"Operation 'commit' is disabled while a turn is active on changeset {URI}"
+
+
+async def test_one_held_disabled_is_refused_as_disabled_before_the_turn_is_asked():
+    said = await refused(held("disabled", ["changeset"]), "commit")
+    assert said == f"Operation 'commit' is disabled on changeset {URI}"
+
+
+async def test_an_unknown_operation_is_refused_before_anything_else():
+    said = await refused(held("disabled", ["changeset"]), "push")
+    assert said == f"Unknown operation 'push' on changeset {URI}"
