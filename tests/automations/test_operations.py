@@ -6,9 +6,6 @@ fail to start, switch off or catch up. Every frame is schema-checked by the Clie
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -29,7 +26,7 @@ from tests.automations.test_socket import (
 )
 from tests.support.agents import server_with_acp_agent
 from tests.support.client import Client, RpcError
-from tests.support.server import REPO, TOKEN, ServerProcess
+from tests.support.server import TOKEN, ServerProcess
 
 ALL = ["update", "remove", "run"]
 
@@ -64,16 +61,7 @@ def server() -> Iterator[ServerProcess]:
 
 @pytest.fixture(scope="module")
 def tokens(server: ServerProcess) -> dict[str, str]:
-    result = subprocess.run(
-        [sys.executable, "manage.py", "shell", "-c", PEOPLE],
-        cwd=REPO,
-        env=server.env(),
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-    )
-    return {**json.loads(result.stdout.strip().splitlines()[-1]), "root": TOKEN}
+    return {**server.shell_json(PEOPLE), "root": TOKEN}
 
 
 async def press(client: Client, automation: str, request_id: str | None = None) -> str:

@@ -3,8 +3,6 @@ reads back as failed with the reason, never started again."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -15,7 +13,7 @@ import pytest
 from tests.automations.test_socket import CATALOGUE, created, entry, watching
 from tests.support.agents import server_with_acp_agent
 from tests.support.client import RpcError
-from tests.support.server import REPO, ServerProcess
+from tests.support.server import ServerProcess
 
 
 @pytest.fixture(scope="module")
@@ -70,13 +68,7 @@ def keep_finished_runs(server: ServerProcess, uri: str, count: int) -> None:
         "        lifecycle={'status': 'completed', 'createdAt': at, 'startedAt': at,\n"
         "                   'completedAt': at})\n"
     )
-    subprocess.run(
-        [sys.executable, "manage.py", "shell", "-c", script],
-        cwd=REPO,
-        env=server.env(),
-        check=True,
-        timeout=60,
-    )
+    server.shell(script)
 
 
 async def test_an_entry_shows_a_page_of_runs_and_fetching_adds_the_next(server, connect, workdir):

@@ -4,9 +4,6 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +14,7 @@ from tests.automations.test_operations import press
 from tests.automations.test_socket import created, run_ended, watching
 from tests.e2e.test_usage import put_policy
 from tests.support.agents import server_with_acp_agent
-from tests.support.server import REPO, TOKEN, ServerProcess
+from tests.support.server import TOKEN, ServerProcess
 
 PEOPLE = """
 import json
@@ -51,16 +48,7 @@ def server() -> Iterator[ServerProcess]:
 
 @pytest.fixture(scope="module")
 def tokens(server: ServerProcess) -> dict[str, str]:
-    result = subprocess.run(
-        [sys.executable, "manage.py", "shell", "-c", PEOPLE],
-        cwd=REPO,
-        env=server.env(),
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-    )
-    return {**json.loads(result.stdout.strip().splitlines()[-1]), "root": TOKEN}
+    return {**server.shell_json(PEOPLE), "root": TOKEN}
 
 
 async def test_a_row_refusing_the_owner_fails_the_run_naming_it(server, connect, workdir, tokens):

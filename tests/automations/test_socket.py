@@ -4,8 +4,6 @@ unfinished. Every frame is schema-checked by the Client; channels are conformanc
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import tempfile
 import uuid
 from datetime import datetime
@@ -17,7 +15,7 @@ import pytest
 from tests.e2e.test_grants import cli
 from tests.support.agents import server_with_acp_agent
 from tests.support.client import Client, RpcError
-from tests.support.server import REPO, ServerProcess
+from tests.support.server import ServerProcess
 
 CATALOGUE = "ahp-automations://"
 
@@ -286,13 +284,7 @@ def backdate(server: ServerProcess, uri: str, seconds: int) -> None:
         "row.cursors = {key: at for key in row.cursors}\n"
         "row.save()\n"
     )
-    subprocess.run(
-        [sys.executable, "manage.py", "shell", "-c", script],
-        cwd=REPO,
-        env=server.env(),
-        check=True,
-        timeout=60,
-    )
+    server.shell(script)
 
 
 async def test_a_scheduled_run_fires_once_for_its_due_time(server, connect, workdir):

@@ -77,16 +77,7 @@ def server(model: FakeOpenAi) -> Iterator[ServerProcess]:
 
 @pytest.fixture(scope="module")
 def tokens(server: ServerProcess) -> dict[str, str]:
-    result = subprocess.run(
-        [sys.executable, "manage.py", "shell", "-c", SETUP],
-        cwd=REPO,
-        env=server.env(),
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-    )
-    return {**json.loads(result.stdout.strip().splitlines()[-1]), "root": TOKEN}
+    return {**server.shell_json(SETUP), "root": TOKEN}
 
 
 @pytest.fixture(scope="module")
@@ -339,15 +330,7 @@ for n in range(205):
 @pytest.fixture(scope="module")
 def bulk(server: ServerProcess) -> None:
     """205 records of user:bulk, t0 the oldest, from an agent with no price."""
-    subprocess.run(
-        [sys.executable, "manage.py", "shell", "-c", BULK],
-        cwd=REPO,
-        env=server.env(),
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-    )
+    server.shell(BULK)
 
 
 async def test_a_pools_records_are_the_newest_first_and_at_most_200(server, connect, tokens, bulk):

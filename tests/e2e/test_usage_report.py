@@ -53,16 +53,7 @@ def server() -> Iterator[ServerProcess]:
 
 @pytest.fixture(scope="module")
 def tokens(server: ServerProcess) -> dict[str, str]:
-    result = subprocess.run(
-        [sys.executable, "manage.py", "shell", "-c", SETUP],
-        cwd=REPO,
-        env=server.env(),
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-    )
-    return {**json.loads(result.stdout.strip().splitlines()[-1]), "root": TOKEN}
+    return {**server.shell_json(SETUP), "root": TOKEN}
 
 
 @pytest.fixture(scope="module")

@@ -10,8 +10,6 @@ working in and disposing others' only through `others:*` (lead, admin) held wher
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import tempfile
 import uuid
 from pathlib import Path
@@ -23,7 +21,7 @@ from tests.e2e.test_sessions import run_turn
 from tests.support.agents import server_with_local_agent
 from tests.support.client import Client, RpcError
 from tests.support.rest import call
-from tests.support.server import REPO, ServerProcess
+from tests.support.server import ServerProcess
 
 ROOT = "ahp-root://"
 
@@ -89,16 +87,7 @@ def server():
 def tokens(server: ServerProcess) -> dict[str, str]:
     # One process makes everyone (a CLI call each would start Django eighteen times).
     script = f"PEOPLE = {json.dumps(json.dumps(PEOPLE))}\n{SETUP}"
-    result = subprocess.run(
-        [sys.executable, "manage.py", "shell", "-c", script],
-        cwd=REPO,
-        env=server.env(),
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-    )
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    return dict(server.shell_json(script))
 
 
 @pytest.fixture(scope="module")

@@ -8,6 +8,7 @@ default (SQLite in a fresh data directory, the in-memory layer).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import secrets
@@ -21,6 +22,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 REPO = Path(__file__).resolve().parents[2]
@@ -93,6 +95,24 @@ class ServerProcess:
             env["DATABASE_URL"] = self._database[0]
         env.update(self.env_extra)
         return env
+
+    def shell(self, script: str) -> str:
+        """Run `script` in `manage.py shell` against this server's database and settings; what
+        it printed."""
+        done = subprocess.run(
+            [sys.executable, "manage.py", "shell", "-c", script],
+            cwd=REPO,
+            env=self.env(),
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=120,
+        )
+        return done.stdout
+
+    def shell_json(self, script: str) -> Any:
+        """`shell`, the last line it printed read as JSON."""
+        return json.loads(self.shell(script).strip().splitlines()[-1])
 
     @property
     def env_file(self) -> Path:
