@@ -2,12 +2,14 @@
 its changes, kept by this host where no repository keeps one.
 
 One bare repository of this host's, under its data directory (never inside the fence), holds
-the objects; each session has an index of its own there, so a turn's start hashes only what
-changed since the last. Its work tree is `/`, so a tree id read back names each file by its
-whole path, and the before side of any file is `<tree>:<path>` with no folder to remember:
-the same `ahpd-git:///<path>?ref=<tree>` URIs a repository's changes use. What git ignores
-there (a `.gitignore` in the folder) is not kept, nor this host's own private folders, and a
-folder holding more than `FILE_LIMIT` files is not kept at all (a turn's start waits for it).
+the objects; each folder has an index of its own there (whichever session looked last), so a
+turn's start, and a read of the changes, hashes only what changed since the folder was last
+looked at, and a new session in a folder another has worked in pays nothing more. Its work
+tree is `/`, so a tree id read back names each file by its whole path, and the before side of
+any file is `<tree>:<path>` with no folder to remember: the same `ahpd-git:///<path>?ref=<tree>`
+URIs a repository's changes use. What git ignores there (a `.gitignore` in the folder) is not
+kept, nor this host's own private folders, and a folder holding more than `FILE_LIMIT` files
+is not kept at all (a turn's start waits for it).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ class Kept:
         #: This host's own folders: never kept, never a change.
         self.private = tuple(Path(os.path.realpath(p)) for p in (root, *private))
         self._made = asyncio.Lock()
+        #: Folders found over `FILE_LIMIT` files (by real path): never counted again.
         self._too_big: set[str] = set()
 
     @property
@@ -52,8 +55,9 @@ class Kept:
                 await git.run(self.git_dir.parent, "init", "-q", "--bare", str(self.git_dir))
                 (self.git_dir / "indexes").mkdir(exist_ok=True)
 
-    def _index(self, session_uri: str) -> Path:
-        return self.git_dir / "indexes" / hashlib.sha256(session_uri.encode()).hexdigest()
+    def _index(self, folder: Path) -> Path:
+        key = os.path.realpath(folder).encode()
+        return self.git_dir / "indexes" / hashlib.sha256(key).hexdigest()
 
     def _paths(self, folder: Path) -> list[str]:
         real = Path(os.path.realpath(folder))
@@ -62,12 +66,13 @@ class Kept:
         ]
         return [self.pathspec(folder), *excluded]
 
-    async def snapshot(self, folder: Path, session_uri: str, *, keep: bool) -> str | None:
-        """The folder as it stands, as a tree id in the store; `keep` moves the session's index
-        on (a turn's start or end). None for a folder too large to keep."""
+    async def snapshot(self, folder: Path) -> str | None:
+        """The folder as it stands, as a tree id in the store, the folder's index moved on
+        (two at once each start from the last saved and the later saves: both are right). None
+        for a folder too large to keep."""
         await self._ready()
-        saved = self._index(session_uri)
-        if not saved.exists() and not await self._small_enough(folder, session_uri):
+        saved = self._index(folder)
+        if not saved.exists() and not await self._small_enough(folder):
             return None
         handle, name = tempfile.mkstemp(prefix="ahpd-index-", dir=self.git_dir)
         os.close(handle)
@@ -80,18 +85,18 @@ class Kept:
             env = {**self.env, "GIT_INDEX_FILE": str(index)}
             await git.run(Path("/"), "add", "-A", "--", *self._paths(folder), env=env)
             _, out = await git.run(Path("/"), "write-tree", env=env)
-            if keep:
-                os.replace(index, saved)
+            os.replace(index, saved)
             return out.decode().strip()
         finally:
             index.unlink(missing_ok=True)
 
-    async def _small_enough(self, folder: Path, session_uri: str) -> bool:
-        if session_uri in self._too_big:
+    async def _small_enough(self, folder: Path) -> bool:
+        real = os.path.realpath(folder)
+        if real in self._too_big:
             return False
         found = await git.count_files(Path("/"), self._paths(folder), self.env, FILE_LIMIT + 1)
         if found > FILE_LIMIT:
-            self._too_big.add(session_uri)
+            self._too_big.add(real)
             log.warning(
                 "not keeping %s for its session's changes: over %d files", folder, FILE_LIMIT
             )

@@ -120,7 +120,7 @@ async def read(
         top, pathspec, env = Path("/"), Kept.pathspec(folder), kept.env
 
         def current() -> Awaitable[str | None]:
-            return kept.snapshot(folder, record.uri, keep=False)
+            return kept.snapshot(folder)
 
     else:
         raise git.GitError(f"{folder} is in no git working tree")

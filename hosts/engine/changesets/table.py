@@ -235,7 +235,7 @@ class Changesets:
                     tree: str | None = await git.snapshot(await git.top_of(folder))
                 else:
                     assert self.kept is not None
-                    tree = await self.kept.snapshot(folder, record.uri, keep=True)
+                    tree = await self.kept.snapshot(folder)
             except (git.GitError, OSError) as error:
                 log.warning("keeping the tree under %s failed: %s", folder, error)
                 return

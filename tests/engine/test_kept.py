@@ -1,0 +1,68 @@
+"""The trees this host keeps for folders outside any git tree (changesets/kept.py), without a
+server: what a tree holds, that a folder's index is shared by whoever looks at it, and the
+folders too large to keep."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from hosts.engine.changesets import kept as kept_module
+from hosts.engine.changesets.kept import Kept
+
+
+def held(store: Kept, tree: str, path: Path) -> bytes:
+    relative = Kept.pathspec(path)
+    return subprocess.run(
+        ["git", "show", f"{tree}:{relative}"], env=store.env, capture_output=True, check=True
+    ).stdout
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    work = tmp_path / "work"
+    (work / "src").mkdir(parents=True)
+    (work / "src" / "a.txt").write_text("one\n")
+    (work / "b.txt").write_text("two\n")
+    return work
+
+
+async def test_a_tree_holds_the_folder_as_it_stood(tmp_path: Path, folder: Path):
+    store = Kept(tmp_path / "state")
+    before = await store.snapshot(folder)
+    (folder / "b.txt").write_text("changed\n")
+    after = await store.snapshot(folder)
+    assert before is not None and after is not None and before != after
+    assert held(store, before, folder / "b.txt") == b"two\n"
+    assert held(store, after, folder / "b.txt") == b"changed\n"
+    assert held(store, after, folder / "src" / "a.txt") == b"one\n"
+
+
+async def test_the_host_keeps_its_own_folders_out(tmp_path: Path, folder: Path):
+    private = folder / "data"
+    private.mkdir()
+    (private / "secret").write_text("token\n")
+    store = Kept(tmp_path / "state", (private,))
+    tree = await store.snapshot(folder)
+    assert tree is not None
+    with pytest.raises(subprocess.CalledProcessError):
+        held(store, tree, private / "secret")
+
+
+async def test_a_folder_has_one_index_whoever_looks(tmp_path: Path, folder: Path):
+    store = Kept(tmp_path / "state")
+    first = await store.snapshot(folder)
+    # Another session in the same folder (by another spelling of it) starts from that index.
+    again = await store.snapshot(folder / "src" / "..")
+    assert first == again
+    assert len(list((store.git_dir / "indexes").iterdir())) == 1
+
+
+async def test_a_folder_past_the_limit_is_not_kept(tmp_path: Path, folder: Path, monkeypatch):
+    monkeypatch.setattr(kept_module, "FILE_LIMIT", 1)
+    store = Kept(tmp_path / "state")
+    assert await store.snapshot(folder) is None
+    assert await store.snapshot(folder) is None
+    assert not list((store.git_dir / "indexes").iterdir())
