@@ -155,9 +155,16 @@ async def test_an_operation_the_entry_does_not_offer_is_refused_in_the_reference
         await press(otto, uri)
     assert refused.value.code == -32603
     assert refused.value.message == f"Automation operation 'run' is not available: {uri}"
+    # Olga's own request asked again by Otto is refused too, not answered with her run.
+    mine = await press(olga, uri, "olgas-request")
+    with pytest.raises(RpcError) as refused:
+        await press(otto, uri, "olgas-request")
+    assert refused.value.message == f"Automation operation 'run' is not available: {uri}"
+    await run_ended(olga, mine)
     await olga.settle()
     held = entry(olga, uri)
-    assert held["definition"]["title"] == "Say hello" and held["runs"] == []
+    assert held["definition"]["title"] == "Say hello"
+    assert [r["resource"] for r in held["runs"]] == [mine]
     # A guest lacks the grants outright: the gate says so, as it does for every action.
     gus = await watching(server, connect, tokens["gus"])
     answer = await gus.dispatch_and_wait(CATALOGUE, update)

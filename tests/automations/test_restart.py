@@ -65,6 +65,7 @@ def keep_finished_runs(server: ServerProcess, uri: str, count: int) -> None:
         "    AutomationRun.objects.create(\n"
         "        uri=f'ahp-automation-run:/kept-{n}', automation=automation,\n"
         "        origin_kind='manual', status='completed', created_ms=n,\n"
+        "        request_id=f'kept-request-{n}',\n"
         "        lifecycle={'status': 'completed', 'createdAt': at, 'startedAt': at,\n"
         "                   'completedAt': at})\n"
     )
@@ -84,6 +85,12 @@ async def test_an_entry_shows_a_page_of_runs_and_fetching_adds_the_next(server, 
     ]
     cursor = shown["runsNextCursor"]
     params = {"channel": CATALOGUE, "automation": uri}
+    # A request asked again whose run is older than the page read is that run, subscribable.
+    asked = {**params, "requestId": "kept-request-0"}
+    oldest = (await client.request("runAutomation", asked))["resource"]
+    assert oldest == "ahp-automation-run:/kept-0"
+    state = (await client.request("subscribe", {"channel": oldest}))["snapshot"]["state"]
+    assert state["lifecycle"]["status"] == "completed"
     with pytest.raises(RpcError) as refused:
         await client.request("fetchAutomationRuns", {**params, "cursor": "stale"})
     assert refused.value.code == -32603

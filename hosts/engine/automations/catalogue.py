@@ -338,15 +338,16 @@ class Automations:
             return await self._press(principal, uri, request_id)
 
     async def _press(self, principal: Principal, uri: str, request_id: str) -> str:
+        if uri not in self.records:
+            raise not_found(uri)
+        # Refused first: a request asked again is no way round the grant.
+        if (reason := self.unoffered(principal, uri, "run")) is not None:
+            raise ProtocolError(ErrorCode.INTERNAL_ERROR, reason)
         same = self.runs.by_request(request_id)
         if same is not None:
             if same["automation"] != uri:
                 raise used_elsewhere(request_id)
             return str(same["uri"])
-        if uri not in self.records:
-            raise not_found(uri)
-        if (reason := self.unoffered(principal, uri, "run")) is not None:
-            raise ProtocolError(ErrorCode.INTERNAL_ERROR, reason)
         unfinished = [r for r in self.history.get(uri, []) if not self.runs.terminal(r["uri"])]
         if unfinished:
             return str(unfinished[0]["uri"])
@@ -369,6 +370,10 @@ class Automations:
             self.history.setdefault(uri, []).insert(0, run)
             self.say(uri)
             self.runs.begin(run["uri"])
+        elif run["uri"] not in self.runs.live:
+            # Kept long ago (past the pages this host read, or before its restart): its
+            # channel is opened, so the run answered is one its asker can subscribe to.
+            self.runs.open(run)
         return str(run["uri"])
 
 
