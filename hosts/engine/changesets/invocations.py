@@ -5,13 +5,14 @@ not hold (-32001 `Changeset not found: <uri>`), then, each -32602, an operation 
 offer (`Unknown operation 'X' on changeset <uri>`), one the channel holds disabled (`Operation
 'X' is disabled on changeset <uri>`), one asked while the session runs a turn (`Operation 'X'
 is disabled while a turn is active on changeset <uri>`: an operation that ended mid-turn is
-held idle until the next list), a target of a scope the operation does not take (`Operation
-'X' does not support scope 'k' (allowed: ...)`), and this host's own last: a target outside
-the session's folder. An identical invocation (the same operation, target and words) asked
-while one runs shares that run and its answer; another of the same operation waits for the one
-before it (a lane each), and decides again from what git holds when its turn comes. While it
-runs it is `running` on the channel; it ends `idle`, after the changeset was read again and
-its moves said, or `error` with what git said (and the request fails -32603 with it).
+held idle until the next list), a target of a scope the operation does not take (`Operation 'X'
+does not support scope 'k' (allowed: ...)`), and this host's own last: a target outside the
+session's folder. An identical invocation (the same operation, target and words, by the same
+person) asked while one runs shares that run and its answer; another of the same operation
+waits for the one before it (a lane each), and decides again from what git holds when its turn
+comes. While it runs it is `running` on the channel; it ends `idle`, after the changeset was
+read again and its moves said, or `error` with what git said (and the request fails -32603 with
+it).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from typing import Any
 from ...protocol.errors import ErrorCode, ProtocolError, invalid_params
 from ..sessions.records import file_path
 from . import git, operations
-from .table import Changeset, Changesets
+from .table import Changeset, Changesets, InFlight
 
 METHOD = "invokeChangesetOperation"
 
@@ -96,7 +97,8 @@ async def invoke(
             f"Operation '{operation_id}' does not support scope '{kind}' (allowed: {allowed})"
         )
     path = _inside(changeset, target[1]) if target is not None else None
-    key = (operation_id, json.dumps(asked, sort_keys=True), message)
+    # One person's run is never another's: a commit is authored as whoever asked it.
+    key = (operation_id, json.dumps(asked, sort_keys=True), message, who)
     run = changeset.in_flight.get(key)
     if run is not None:
         log.info("%s: %s on %s joins the run in flight", METHOD, operation_id, uri)
@@ -109,7 +111,7 @@ async def invoke(
 
 
 def _landed(
-    changeset: Changeset, key: tuple[str, str, str | None], run: asyncio.Future[str]
+    changeset: Changeset, key: InFlight, run: asyncio.Future[str]
 ) -> None:
     if changeset.in_flight.get(key) is run:
         del changeset.in_flight[key]

@@ -36,6 +36,8 @@ from .operations import Tree
 
 log = logging.getLogger("ahpd.engine")
 
+#: What makes two invocations one run: operation, target as sent, words, who (name, email).
+InFlight = tuple[str, str, str | None, tuple[str, str]]
 #: How long the watcher gathers notifications into one re-read, in milliseconds.
 BATCH_MS = 150
 #: How long a subscribe waits for a changeset's watcher to be in place (git asked first).
@@ -57,7 +59,7 @@ class Changeset:
         self.pending = False
         self.lanes: dict[str, asyncio.Lock] = {}
         #: The runs under way, by what was asked (operation, target, words), to share.
-        self.in_flight: dict[tuple[str, str, str | None], asyncio.Future[str]] = {}
+        self.in_flight: dict[InFlight, asyncio.Future[str]] = {}
         self.watcher: asyncio.Task[None] | None = None
         self.stop_watching = asyncio.Event()
         #: Set once the watcher's OS watches are registered.
