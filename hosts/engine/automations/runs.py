@@ -21,7 +21,8 @@ from ..clock import iso, now_ms
 from ..host import Host
 from ..principal import Principal
 from ..services.caller import Caller, with_sender
-from ..services.policies import do_create_checked_session
+from ..services.policies import policy_allows_session
+from ..services.sessions import do_create_session
 from ..services.turns import room_for_agent
 from .ports import AutomationStore
 
@@ -224,10 +225,14 @@ class Runs:
         try:
             # Checked as the owner, as their own createSession is: the policies' deny rows,
             # limits and budgets (root and an automation with no owner are not checked).
-            created = await do_create_checked_session(
+            provider = template.get("provider")
+            await policy_allows_session(self.host, caller, provider, None, "runAutomation")
+            if run["lifecycle"]["status"] in TERMINAL:
+                return  # cancelled while the policies were asked: no session is made
+            created = do_create_session(
                 self.host,
                 caller,
-                provider=template.get("provider"),
+                provider=provider,
                 directories=template.get("workingDirectories"),
                 config=template.get("config"),
                 method="runAutomation",
