@@ -413,6 +413,31 @@ async def test_a_watch_over_a_clients_files_is_asked_of_it_and_relayed(server, c
     await window.assert_conforms(ROOT)
 
 
+async def test_a_client_back_before_its_old_connection_closed_is_asked_again(server, connect):
+    """VS Code reconnects after a network blip the server has not noticed yet: the relay on the
+    old connection would say nothing more, so the new one is asked for the watch."""
+    laptop_id = f"laptop-{uuid.uuid4().hex[:6]}"
+    laptop = await connect(server.url, client_id=laptop_id)
+    seq = (await laptop.initialize())["serverSeq"]
+    theirs = f"ahp-resource-watch:/{uuid.uuid4()}"
+    laptop.serves = relaying(theirs)
+    window = await connect(server.url)
+    await window.initialize()
+    root = on(laptop, "/home/me/project")
+    channel = (await ask(window, "createResourceWatch", uri=root, recursive=True))["channel"]
+    await window.request("subscribe", {"channel": channel})
+    back = await connect(server.url, client_id=laptop_id)
+    back.serves = relaying(theirs)
+    await back.request(
+        "reconnect",
+        {"channel": ROOT, "clientId": laptop_id, "lastSeenServerSeq": seq, "subscriptions": []},
+    )
+    await back.wait_for(lambda: ("subscribe", {"channel": theirs}) in back.asked)
+    await say_changed(back, theirs, ("file:///home/me/project/new.ts", "added"))
+    seen = await window.wait_for(lambda: changed(window, channel))
+    assert seen == [{"uri": on(laptop, "/home/me/project/new.ts"), "type": "added"}]
+
+
 async def test_a_watch_over_a_clients_files_is_that_persons_alone(server, connect, tokens):
     laptop = await connect(server.url, client_id=f"laptop-{uuid.uuid4().hex[:6]}")
     await laptop.initialize()

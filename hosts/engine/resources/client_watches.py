@@ -47,10 +47,15 @@ class ClientWatch:
     def running(self) -> bool:
         return self._wanted
 
-    def start(self) -> None:
-        """Someone subscribed: ask the client, unless it is asked or relaying already."""
+    def start(self, conn: Connection | None = None) -> None:
+        """Someone subscribed (or the client came back on `conn`): ask the client, unless it
+        is asked already or relaying on that connection."""
         self._wanted = True
         relayed = self._theirs is not None and not self._theirs[0].closed
+        if relayed and conn is not None and self._theirs is not None:
+            # Back on a new connection before the old one was seen to close: the old relay
+            # would say nothing more, so the new connection is asked.
+            relayed = self._theirs[0] is conn
         if not relayed and (self._task is None or self._task.done()):
             self._task = asyncio.create_task(self._attach(), name=f"watch {self.channel.uri}")
             self._task.add_done_callback(_retrieved)
@@ -63,11 +68,15 @@ class ClientWatch:
     def arrived(self, conn: Connection) -> None:
         """The client came back: asked for the watch again, if anyone here still watches."""
         if self._wanted and conn.client_id == self.client_id:
-            self.start()
+            self.start(conn)
 
     def gone(self, conn: Connection) -> None:
+        """A connection closed: the relay on it is over; still watched, the client is asked
+        again (on a connection it has now, or one it comes back on within the grace)."""
         if self._theirs is not None and self._theirs[0] is conn:
             self._theirs = None
+            if self._wanted:
+                self.start()
 
     async def stop(self) -> None:
         self._wanted = False
