@@ -66,3 +66,14 @@ async def test_a_folder_past_the_limit_is_not_kept(tmp_path: Path, folder: Path,
     assert await store.snapshot(folder) is None
     assert await store.snapshot(folder) is None
     assert not list((store.git_dir / "indexes").iterdir())
+
+
+async def test_a_folder_grown_past_the_limit_is_let_go(tmp_path: Path, folder: Path, monkeypatch):
+    monkeypatch.setattr(kept_module, "FILE_LIMIT", 3)
+    store = Kept(tmp_path / "state")
+    assert await store.snapshot(folder) is not None
+    for n in range(3):
+        (folder / f"new-{n}.txt").write_text("more\n")
+    assert await store.snapshot(folder) is None
+    assert not list((store.git_dir / "indexes").iterdir())
+    assert await store.snapshot(folder) is None  # not counted or hashed again

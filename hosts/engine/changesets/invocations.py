@@ -110,9 +110,7 @@ async def invoke(
     return await asyncio.shield(run)
 
 
-def _landed(
-    changeset: Changeset, key: InFlight, run: asyncio.Future[str]
-) -> None:
+def _landed(changeset: Changeset, key: InFlight, run: asyncio.Future[str]) -> None:
     if changeset.in_flight.get(key) is run:
         del changeset.in_flight[key]
     if not run.cancelled():

@@ -84,6 +84,12 @@ class Kept:
                 index.unlink()
             env = {**self.env, "GIT_INDEX_FILE": str(index)}
             await git.run(Path("/"), "add", "-A", "--", *self._paths(folder), env=env)
+            if _entries(index) > FILE_LIMIT:
+                # Grown past the limit since it was counted (an `npm install`, say): it is
+                # let go now rather than hashed again at every turn and every read.
+                self._let_go(folder)
+                saved.unlink(missing_ok=True)
+                return None
             _, out = await git.run(Path("/"), "write-tree", env=env)
             os.replace(index, saved)
             return out.decode().strip()
@@ -91,14 +97,21 @@ class Kept:
             index.unlink(missing_ok=True)
 
     async def _small_enough(self, folder: Path) -> bool:
-        real = os.path.realpath(folder)
-        if real in self._too_big:
+        if os.path.realpath(folder) in self._too_big:
             return False
         found = await git.count_files(Path("/"), self._paths(folder), self.env, FILE_LIMIT + 1)
         if found > FILE_LIMIT:
-            self._too_big.add(real)
-            log.warning(
-                "not keeping %s for its session's changes: over %d files", folder, FILE_LIMIT
-            )
+            self._let_go(folder)
             return False
         return True
+
+    def _let_go(self, folder: Path) -> None:
+        self._too_big.add(os.path.realpath(folder))
+        log.warning("not keeping %s for its session's changes: over %d files", folder, FILE_LIMIT)
+
+
+def _entries(index: Path) -> int:
+    """How many files a git index holds, read off its header (`DIRC`, version, count)."""
+    with index.open("rb") as file:
+        head = file.read(12)
+    return int.from_bytes(head[8:12], "big") if len(head) == 12 and head[:4] == b"DIRC" else 0
