@@ -246,9 +246,14 @@ else:
             "CONN_MAX_AGE": 60,
             "CONN_HEALTH_CHECKS": True,
             # WAL: readers never wait on the write-behind, and a commit is one fsync.
+            # IMMEDIATE: a transaction takes the write lock as it begins, so a second writer
+            # (the meter's own thread beside the engine's) waits out the timeout for it; a
+            # deferred one that read first fails at once, "database is locked", when another
+            # wrote in between.
             "OPTIONS": {
                 "timeout": 20,
                 "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+                "transaction_mode": "IMMEDIATE",
             },
         }
     }

@@ -131,7 +131,8 @@ def _rows(kind: str) -> list[Row]:
 
 
 def retried(work: Callable[[], T]) -> T:
-    """Run a transaction again while SQLite says another connection holds its write lock."""
+    """Run a transaction (or a read) again while SQLite says another connection holds its
+    write lock (a shared cache, as the tests' in-memory database, locks reads out too)."""
     for attempt in range(100):
         try:
             return work()
@@ -211,14 +212,14 @@ def charge(row: Row, person: str, measure: str, amount: Decimal, now: datetime) 
 
 def check_session(work: Work) -> str | None:
     """Why a session of the agent may not be made (steps 2 to 4, and a spent row), or None."""
-    if not checked(work):
+    if not retried(lambda: checked(work)):
         return None
-    return _admitted(work, charge_start=False).refusal
+    return retried(lambda: _admitted(work, charge_start=False)).refusal
 
 
 def admit_turn(work: Work, now: datetime | None = None) -> Admission:
     """Check a turn and charge its start, in one transaction."""
-    if not checked(work):
+    if not retried(lambda: checked(work)):
         return Admission()
     return retried(lambda: _admitted(work, charge_start=True, now=now or timezone.now()))
 

@@ -16,7 +16,8 @@ message's first word:
 * `run <command> [args...]`: a terminal on the host (create, name it in the tool call's
   content, wait, output, release).
 * `slow`: a chunk every 50 ms until `session/cancel`, then `stopReason: cancelled`.
-* `hang`: says nothing and ignores `session/cancel` (a misbehaving agent).
+* `hang`: says `hanging` (so a test knows it was prompted), then nothing more, and ignores
+  `session/cancel` (a misbehaving agent).
 * `crash`: exits the process with code 3 in the middle of the turn.
 * `recall`: replies with the earlier prompts of the session (proves the history survived).
 * `heard`: replies `heard: ` and, as JSON, every prompt of the session so far, this one included,
@@ -276,6 +277,7 @@ class FakeAgent:
                 await asyncio.sleep(0.05)
             stop = "cancelled"
         elif verb == "hang":
+            await self._send(session_id, acp.update_agent_message_text("hanging"))
             await asyncio.sleep(3600)
             reply = ""
         elif verb == "crash":

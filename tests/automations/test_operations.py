@@ -6,6 +6,7 @@ fail to start, switch off or catch up. Every frame is schema-checked by the Clie
 
 from __future__ import annotations
 
+import json
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -212,6 +213,12 @@ async def test_a_cancel_no_session_accepts_is_refused_and_the_first_still_ends_i
     run = await press(client, uri)
     await client.request("subscribe", {"channel": run})
     await client.wait_for(lambda: client.tracked[run][0]["lifecycle"]["status"] == "running", 30)
+    # Running once its turn has begun; the agent is asked once it is open: wait for its word.
+    session = client.tracked[run][0]["primarySession"]
+    chat = (await client.request("subscribe", {"channel": session}))["snapshot"]["state"]
+    chat = chat["defaultChat"]
+    await client.request("subscribe", {"channel": chat})
+    await client.wait_for(lambda: "hanging" in json.dumps(client.tracked[chat][0]), 30)
     cancel = {"type": "automationRun/cancelRequested"}
     assert "rejectionReason" not in await client.dispatch_and_wait(run, cancel)
     # The agent ignores a cancel, so the run is unfinished while its turn is stopped already:
