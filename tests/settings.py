@@ -2,7 +2,9 @@
 the checkout's .env (which `make run` writes); each server a test starts has an env file of
 its own (tests/support/server.py)."""
 
+import atexit
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -14,3 +16,12 @@ os.environ.setdefault(
 )
 
 from ahpsite.settings import *  # noqa: E402, F403
+
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):  # noqa: F405
+    # A file, not Django's in-memory test database: that one shares a cache between the
+    # connections of an in-process engine's threads, where a reader meets "database table is
+    # locked" at once instead of waiting, as the server's own WAL file never makes it.
+    # Its folder goes with the run, the WAL's side files included.
+    _folder = tempfile.mkdtemp(prefix="ahpd-test-db-")
+    atexit.register(shutil.rmtree, _folder, ignore_errors=True)
+    DATABASES["default"]["TEST"] = {"NAME": str(Path(_folder) / "test.sqlite3")}  # noqa: F405
