@@ -100,6 +100,8 @@ class Asks:
         self._pending: dict[tuple[Connection, str], asyncio.Future[Any]] = {}
         self._arrivals: dict[str, list[asyncio.Future[None]]] = {}
         self._relays: dict[tuple[Connection, str], Taker] = {}
+        #: Each client's connection it introduced itself on last.
+        self._latest: dict[str, Connection] = {}
         self._arrival_listeners: list[Callable[[Connection], None]] = []
         self._gone_listeners: list[Callable[[Connection], None]] = []
 
@@ -206,6 +208,8 @@ class Asks:
 
     def arrived(self, conn: Connection) -> None:
         """A client introduced itself (initialize or reconnect): who waits for it has it."""
+        if conn.client_id:
+            self._latest[conn.client_id] = conn
         for waiter in self._arrivals.pop(conn.client_id or "", []):
             if not waiter.done():
                 waiter.set_result(None)
@@ -214,6 +218,8 @@ class Asks:
 
     def gone(self, conn: Connection) -> None:
         """A connection closed: what was asked of it is answered with its absence."""
+        if self._latest.get(conn.client_id or "") is conn:
+            del self._latest[conn.client_id or ""]
         for key in [key for key in self._pending if key[0] is conn]:
             answer = self._pending.pop(key)
             if not answer.done():
@@ -243,6 +249,11 @@ class Asks:
         return found
 
     def _find(self, client_id: str) -> Connection | None:
+        """The client's connection: the one it came back on last, while that is open (one it
+        left may not be seen closed yet), else any open one."""
+        latest = self._latest.get(client_id)
+        if latest is not None and latest.ready and not latest.closed:
+            return latest
         return next(
             (
                 conn

@@ -57,7 +57,7 @@ class ClientWatch:
             # would say nothing more, so the new connection is asked.
             relayed = self._theirs[0] is conn
         if not relayed and (self._task is None or self._task.done()):
-            self._task = asyncio.create_task(self._attach(), name=f"watch {self.channel.uri}")
+            self._task = asyncio.create_task(self._attach(conn), name=f"watch {self.channel.uri}")
             self._task.add_done_callback(_retrieved)
 
     async def attached(self) -> None:
@@ -90,7 +90,9 @@ class ClientWatch:
             self._asks.unrelay(conn, theirs)
             self._asks.notify(conn, "unsubscribe", {"channel": theirs})
 
-    async def _attach(self) -> None:
+    async def _attach(self, conn: Connection | None) -> None:
+        """Ask the client for the watch, on `conn` (the one it came back on) or the one it
+        has, and relay what it says on the channel it answers."""
         state = self.channel.state
         root = str(state["root"])
         named = client_uri(root)
@@ -103,7 +105,8 @@ class ClientWatch:
         for key in ("includes", "excludes"):
             if key in state:
                 params[key] = state[key]
-        conn = await self._asks.connection(self.client_id)
+        if conn is None or conn.closed:
+            conn = await self._asks.connection(self.client_id)
         answer = await self._asks.request(conn, "createResourceWatch", params, root)
         theirs = answer.get("channel") if isinstance(answer, dict) else None
         if not isinstance(theirs, str) or not theirs:
