@@ -350,7 +350,10 @@ async def say_changed(client: Client, theirs: str, *items: tuple[str, str]) -> N
     )
 
 
-async def test_a_watch_over_a_clients_files_is_asked_of_it_and_relayed(server, connect):
+async def laptop_and_window(server, connect) -> tuple[str, Client, int, str, Client, str]:
+    """A client (the laptop) that serves a watch over its own files on channel `theirs`, and a
+    window of the same person's asking about them: the laptop's id, it, its serverSeq, its
+    channel, the window, and the root of the watch as the host names it."""
     laptop_id = f"laptop-{uuid.uuid4().hex[:6]}"
     laptop = await connect(server.url, client_id=laptop_id)
     seq = (await laptop.initialize())["serverSeq"]
@@ -358,7 +361,11 @@ async def test_a_watch_over_a_clients_files_is_asked_of_it_and_relayed(server, c
     laptop.serves = relaying(theirs)
     window = await connect(server.url)
     await window.initialize()
-    root = on(laptop, "/home/me/project")
+    return laptop_id, laptop, seq, theirs, window, on(laptop, "/home/me/project")
+
+
+async def test_a_watch_over_a_clients_files_is_asked_of_it_and_relayed(server, connect):
+    laptop_id, laptop, seq, theirs, window, root = await laptop_and_window(server, connect)
     params = {"uri": root, "recursive": True, "excludes": {"items": ["*.log"]}}
     channel = (await ask(window, "createResourceWatch", **params))["channel"]
     # The root is checked first, of the client: it says whether it is there.
@@ -416,14 +423,7 @@ async def test_a_watch_over_a_clients_files_is_asked_of_it_and_relayed(server, c
 async def test_a_client_back_before_its_old_connection_closed_is_asked_again(server, connect):
     """VS Code reconnects after a network blip the server has not noticed yet: the relay on the
     old connection would say nothing more, so the new one is asked for the watch."""
-    laptop_id = f"laptop-{uuid.uuid4().hex[:6]}"
-    laptop = await connect(server.url, client_id=laptop_id)
-    seq = (await laptop.initialize())["serverSeq"]
-    theirs = f"ahp-resource-watch:/{uuid.uuid4()}"
-    laptop.serves = relaying(theirs)
-    window = await connect(server.url)
-    await window.initialize()
-    root = on(laptop, "/home/me/project")
+    laptop_id, laptop, seq, theirs, window, root = await laptop_and_window(server, connect)
     channel = (await ask(window, "createResourceWatch", uri=root, recursive=True))["channel"]
     await window.request("subscribe", {"channel": channel})
     back = await connect(server.url, client_id=laptop_id)

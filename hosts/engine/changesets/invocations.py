@@ -103,7 +103,7 @@ async def invoke(
     if run is not None:
         log.info("%s: %s on %s joins the run in flight", METHOD, operation_id, uri)
     else:
-        run = asyncio.ensure_future(_laned(changesets, changeset, operation_id, path, message, who))
+        run = asyncio.ensure_future(_run(changesets, changeset, operation_id, path, message, who))
         changeset.in_flight[key] = run
         run.add_done_callback(lambda done: _landed(changeset, key, done))
     # Shielded: a caller that goes away leaves the run to whoever else waits on it.
@@ -115,19 +115,6 @@ def _landed(changeset: Changeset, key: InFlight, run: asyncio.Future[str]) -> No
         del changeset.in_flight[key]
     if not run.cancelled():
         run.exception()  # retrieved, so a run nobody waits on any more fails quietly
-
-
-async def _laned(
-    changesets: Changesets,
-    changeset: Changeset,
-    operation_id: str,
-    path: Path | None,
-    message: str | None,
-    who: tuple[str, str],
-) -> str:
-    lane = changeset.lanes.setdefault(operation_id, asyncio.Lock())
-    async with lane:
-        return await _run(changesets, changeset, operation_id, path, message, who)
 
 
 def _inside(changeset: Changeset, resource: str) -> Path:
@@ -147,6 +134,8 @@ async def _run(
     message: str | None,
     who: tuple[str, str],
 ) -> str:
+    """One operation, after the one of the same id before it (its lane)."""
+
     def status(status: str, error: str | None = None) -> None:
         action: dict[str, Any] = {
             "type": "changeset/operationStatusChanged",
@@ -157,21 +146,22 @@ async def _run(
             action["error"] = {"errorType": "operationFailed", "message": error}
         changesets.fanout.emit(changeset.channel, action)
 
-    status("running")
-    try:
-        await changesets.read(changeset)  # what git holds now decides
-        assert changeset.tree is not None
-        if path is not None and path == Path(os.path.realpath(changeset.folder)):
-            path = None  # the session's own folder is the whole changeset
-        said = await operations.run(
-            operation_id, changeset.tree, path, message or changesets.subject(changeset), who
-        )
-    except (git.GitError, OSError) as error:
+    async with changeset.lanes.setdefault(operation_id, asyncio.Lock()):
+        status("running")
+        try:
+            await changesets.read(changeset)  # what git holds now decides
+            assert changeset.tree is not None
+            if path is not None and path == Path(os.path.realpath(changeset.folder)):
+                path = None  # the session's own folder is the whole changeset
+            said = await operations.run(
+                operation_id, changeset.tree, path, message or changesets.subject(changeset), who
+            )
+        except (git.GitError, OSError) as error:
+            await changesets.read(changeset)
+            status("error", str(error))
+            raise ProtocolError(
+                ErrorCode.INTERNAL_ERROR, f"Failed to run {operation_id}: {error}"
+            ) from None
         await changesets.read(changeset)
-        status("error", str(error))
-        raise ProtocolError(
-            ErrorCode.INTERNAL_ERROR, f"Failed to run {operation_id}: {error}"
-        ) from None
-    await changesets.read(changeset)
-    status("idle")
-    return said
+        status("idle")
+        return said

@@ -51,11 +51,10 @@ class ClientWatch:
         """Someone subscribed (or the client came back on `conn`): ask the client, unless it
         is asked already or relaying on that connection."""
         self._wanted = True
-        relayed = self._theirs is not None and not self._theirs[0].closed
-        if relayed and conn is not None and self._theirs is not None:
-            # Back on a new connection before the old one was seen to close: the old relay
-            # would say nothing more, so the new connection is asked.
-            relayed = self._theirs[0] is conn
+        on = self._theirs[0] if self._theirs is not None else None
+        # Back on a new connection before the old one was seen to close, the old relay would
+        # say nothing more: the new connection is asked.
+        relayed = on is not None and not on.closed and (conn is None or on is conn)
         if not relayed and (self._task is None or self._task.done()):
             self._task = asyncio.create_task(self._attach(conn), name=f"watch {self.channel.uri}")
             self._task.add_done_callback(_retrieved)
