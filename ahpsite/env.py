@@ -200,6 +200,21 @@ def env_dirs(name: str, default: Path) -> list[Path]:
     return paths
 
 
+def env_existing_paths(name: str) -> list[Path]:
+    """Paths (files or directories) that must exist, `:`-separated; none when unset."""
+    raw = _raw(name)
+    paths: list[Path] = []
+    for part in (raw or "").split(os.pathsep):
+        if not part.strip():
+            continue
+        path = Path(part.strip()).expanduser()
+        if not path.is_absolute() or not path.exists():
+            raise EnvError(f"{name}: {part.strip()!r} is not an absolute path that exists")
+        if path not in paths:
+            paths.append(path)
+    return paths
+
+
 _SHELL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 

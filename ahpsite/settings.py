@@ -26,6 +26,7 @@ from .env import (
     env_choice,
     env_dir,
     env_dirs,
+    env_existing_paths,
     env_float,
     env_int,
     env_shell_env,
@@ -100,6 +101,16 @@ AHPD_SLEEP_AFTER_MINUTES = env_float("AHPD_SLEEP_AFTER_MINUTES", 30.0)
 AHPD_SESSION_RESIDENCY_LIMIT = env_int("AHPD_SESSION_RESIDENCY_LIMIT", 10, minimum=0)
 #: How many agents one person's sessions may have at work at once; 0 sets no cap.
 AHPD_AGENTS_PER_PERSON = env_int("AHPD_AGENTS_PER_PERSON", 10, minimum=0)
+
+# -- the sandbox people's processes run in (hosts/backends/sandbox.py) ------------------------
+#: bwrap: agents, their commands, terminals, `!` commands and the host's git for a session run
+#: in bubblewrap; off: as the server's own user (then only a host-wide admin may open a
+#: terminal or run a `!` command). Unset: bwrap wherever it can start, checked once at start.
+AHPD_SANDBOX = env_choice("AHPD_SANDBOX", "AUTO", ("AUTO", "BWRAP", "OFF")).lower()
+#: on: the network stays (agents call their model APIs); none: cut inside the sandbox.
+AHPD_SANDBOX_NETWORK = env_choice("AHPD_SANDBOX_NETWORK", "ON", ("ON", "NONE")).lower()
+#: More read-only paths in every sandbox (a toolchain under /opt, say), `:`-separated.
+AHPD_SANDBOX_PATHS = env_existing_paths("AHPD_SANDBOX_PATHS")
 
 # -- usage and policies (usage/) ---------------------------------------------------------------
 #: turn: one usage record as a turn ends; report: one per usage report, so a running turn is

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from .sandbox import Jail
+
 
 class BackendError(Exception):
     """A backend could not do what it was asked; the message is shown to the person."""
@@ -127,6 +129,9 @@ class ChatContext:
     #: Where commands the agent asks for run so clients can watch them; None: the backend
     #: runs them as plain subprocesses of its own (a backend's unit tests).
     terminals: HostTerminals | None = None
+    #: The sandbox the agent and what it runs start in (its session owner's, over its
+    #: folders); None: as the server's user (a backend's unit tests).
+    jail: Jail | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from .sandbox import Jail
+
 #: The umask children start with (-1: the host's own). `serve` runs with 077, so that what the
 #: server writes is its alone, and hands agents the one it was started with: the files an agent
 #: writes in a person's workspace are as that person's shell would make them.
@@ -36,23 +38,38 @@ def host_env(keys: Iterable[str]) -> dict[str, str]:
     return {key: os.environ[key] for key in keys if key in os.environ}
 
 
-async def start_group(argv: Sequence[str], **kwargs: Any) -> asyncio.subprocess.Process:
-    """Start `argv` as the leader of a new process group; `kwargs` go to the subprocess."""
+async def start_group(
+    argv: Sequence[str],
+    *,
+    cwd: str | Path,
+    env: Mapping[str, str],
+    jail: Jail | None = None,
+    needs: Sequence[str] = (),
+    **kwargs: Any,
+) -> asyncio.subprocess.Process:
+    """Start `argv` in `cwd` with exactly `env` as the leader of a new session and process
+    group, in `jail` (a person's sandbox; None: as the server's user); `needs`: what it needs
+    to start beyond the system (sandbox.py); `kwargs` go to the subprocess."""
     kwargs.setdefault("umask", _child_umask)
-    return await asyncio.create_subprocess_exec(*argv, start_new_session=True, **kwargs)
+    if jail is not None:
+        argv, env = jail.wrap(argv, cwd=cwd, env=env, needs=needs)
+    return await asyncio.create_subprocess_exec(
+        *argv, cwd=cwd, env=dict(env), start_new_session=True, **kwargs
+    )
 
 
 async def start_command(
-    argv: Sequence[str], *, cwd: str | Path, env: Mapping[str, str]
+    argv: Sequence[str], *, cwd: str | Path, env: Mapping[str, str], jail: Jail | None = None
 ) -> asyncio.subprocess.Process:
     """Start a command run for an agent: no input, its output and errors as one stream."""
     return await start_group(
         argv,
+        cwd=cwd,
+        env=env,
+        jail=jail,
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
-        cwd=cwd,
-        env=dict(env),
     )
 
 

@@ -20,6 +20,7 @@ from django.conf import settings
 
 from ..backends.base import Agent
 from ..backends.config import build_agents, load_agents
+from ..backends.sandbox import SandboxSettings, decide
 from ..engine.automations import Automations
 from ..engine.host import Host, HostSettings
 from ..engine.router import Router
@@ -71,6 +72,31 @@ def host_settings() -> HostSettings:
         terminals=TerminalSettings(
             scrollback_bytes=settings.AHPD_TERMINAL_SCROLLBACK_BYTES,
             shell_env=settings.AHPD_SHELL_ENV,
+        ),
+        sandbox=sandbox_settings(),
+    )
+
+
+@cache
+def sandbox_settings() -> SandboxSettings:
+    """How people's processes start here, decided once (bubblewrap is tried at the first ask);
+    SandboxError when AHPD_SANDBOX=bwrap and it cannot start."""
+    data = Path(settings.AHPD_DATA_DIR)
+    return decide(
+        settings.AHPD_SANDBOX,
+        SandboxSettings(
+            network=settings.AHPD_SANDBOX_NETWORK != "none",
+            read_only=tuple(settings.AHPD_SANDBOX_PATHS),
+            hidden=(
+                data,
+                *(
+                    Path(path).expanduser()
+                    for path in (settings.AHPD_ENV_FILE, settings.AHPD_CONNECTION_TOKEN_FILE)
+                    if path
+                ),
+            ),
+            homes=data / "homes",
+            checkout=Path(settings.BASE_DIR),
         ),
     )
 

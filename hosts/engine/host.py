@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..backends.base import Agent
+from ..backends.sandbox import Sandbox
 from ..protocol import limits
 from ..protocol.actions import action_spec
 from ..protocol.reducers import reduce
@@ -25,6 +26,7 @@ from ..protocol.validation import action_problem
 from . import changesets, grants, root_config
 from .asks import Asks
 from .changesets import Changesets
+from .changesets import git as changeset_git
 from .changesets.kept import Kept
 from .channel import Channel
 from .clients import Clients
@@ -108,7 +110,12 @@ class Host:
         )
         self.sessions.catalogue_of = self.changesets.catalogue
         self.sessions.on_activity = self.changesets.activity
-        self.terminals = Terminals(self.fanout, lambda: self.root, settings.terminals)
+        #: Where what people start runs (bubblewrap, or as the server's user when off).
+        self.sandbox = Sandbox(settings.sandbox)
+        changeset_git.run_in(self.sandbox)
+        self.terminals = Terminals(
+            self.fanout, lambda: self.root, settings.terminals, sandbox=self.sandbox
+        )
         #: The terminals `!command` turns run in, in the shell a client's terminal opens.
         self.local_commands = LocalCommands(
             self.terminals, lambda: chosen_shell(self.root_value(root_config.DEFAULT_SHELL))
@@ -217,6 +224,13 @@ class Host:
             self.writes.start()
             self.started_monotonic = time.monotonic()
             self._started = True
+            if not self.sandbox.on and self.sessions.agents:
+                log.warning(
+                    "the sandbox is off (%s): agents and what they run start as the server's "
+                    "own user and can read its data directory; terminals and ! commands are "
+                    "a host-wide admin's alone",
+                    self.sandbox.settings.reason or "no sandbox settings",
+                )
 
     async def stop(self) -> None:
         """Stop cleanly: end the running turns as a restart reads them back (each said to its

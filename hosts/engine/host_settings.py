@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..backends.sandbox import SandboxSettings
 from . import root_config
 from .terminals import TerminalSettings
 
@@ -52,3 +53,5 @@ class HostSettings:
     attachment_fetch_limit: int = 32 * root_config.MIB
     #: The terminals' scrollback cap, the shells' environment, the grace of a kill.
     terminals: TerminalSettings = field(default_factory=TerminalSettings)
+    #: How people's processes are started: in bubblewrap, or (off) as the server's user.
+    sandbox: SandboxSettings = field(default_factory=SandboxSettings)

@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 import tempfile
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -45,6 +46,8 @@ def server(home: Path) -> Iterator[ServerProcess]:
             "AHPD_SHELL_ENV": '{"AHPD_TEST_MARK": "from-shell-env", "LANG": "C.UTF-8"}',
         }
     ).start()
+    # In the sandbox a shell's home is the person's own, kept by the host.
+    shutil.copy(home / ".bashrc", process.home_of(process.root_ref) / ".bashrc")
     yield process
     process.close()
 
@@ -254,6 +257,30 @@ async def test_the_scrollback_is_capped_to_the_recent_output(server, connect):
     assert "\r\n100\r\n" in command_output(a, uri, executed["commandId"])
 
 
+def running(*argv: str) -> list[int]:
+    """The host's PIDs of the processes running exactly `argv`."""
+    wanted = "\0".join(argv).encode() + b"\0"
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if (entry / "cmdline").read_bytes() == wanted:
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+async def appears(*argv: str, timeout: float = 15) -> list[int]:
+    """The host's PIDs running `argv`, once there is one (looked for in /proc, which tells
+    nobody when a process execs)."""
+    deadline = time.monotonic() + timeout
+    while not (found := running(*argv)):
+        assert time.monotonic() < deadline, f"nothing ran {argv} within {timeout} s"
+        await asyncio.sleep(0.02)
+    return found
+
+
 async def wait_gone(pid: int, timeout: float = 15) -> None:
     """Wait, on the process's own pidfd, for it to end."""
     try:
@@ -275,12 +302,12 @@ async def test_dispose_kills_a_child_that_ignores_sighup(server, connect):
     await client.initialize()
     uri = await open_terminal(client)
     start = len(client.actions)
-    stubborn = "sh -c 'trap \"\" HUP; echo child=$$; exec sleep 1000'"
+    stubborn = "sh -c 'trap \"\" HUP; echo child=$$; exec sleep 1011'"
     await client.dispatch(uri, {"type": "terminal/input", "data": stubborn + "\r"})
     await wait_after(client, start, on(uri, "terminal/commandExecuted"))
-    found = await client.wait_for(lambda: re.search(r"child=(\d+)", screen(client, uri)))
-    child = int(found.group(1))
-    assert Path(f"/proc/{child}").exists()
+    await client.wait_for(lambda: re.search(r"child=(\d+)", screen(client, uri)))
+    # The number it said is its own PID namespace's: the host's is found by what it runs.
+    child = (await appears("sleep", "1011"))[0]
     start = len(client.actions)
     assert await client.request("disposeTerminal", {"channel": uri}) is None
     listed = await wait_after(client, start, on(ROOT, "root/terminalsChanged"))

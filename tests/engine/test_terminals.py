@@ -130,7 +130,9 @@ async def test_an_agents_command_runs_in_a_terminal_its_session_claims(fast_kill
     host = Host(MemoryStore(), HostSettings(terminals=fast_kill, close_wait_s=0.1))
     await host.start()
     try:
-        agent = AgentTerminals(host.terminals, "ahp-session:/s", "ahp-chat:/c")
+        agent = AgentTerminals(
+            host.terminals, "ahp-session:/s", "ahp-chat:/c", host.sandbox.jail("user:t", [])
+        )
         env = {"PATH": os.environ["PATH"]}
         ran = agent.open(
             ["sh", "-c", "printf 'one\\ntwo\\n'; exit 3"],
@@ -168,7 +170,9 @@ async def test_a_server_that_ignores_hangups_still_hangs_up_its_terminals(fast_k
     await host.start()
     was = signal.signal(signal.SIGHUP, signal.SIG_IGN)
     try:
-        agent = AgentTerminals(host.terminals, "ahp-session:/s", "ahp-chat:/c")
+        agent = AgentTerminals(
+            host.terminals, "ahp-session:/s", "ahp-chat:/c", host.sandbox.jail("user:t", [])
+        )
         env = {"PATH": os.environ["PATH"]}
         sleeping = agent.open(["sleep", "30"], title="sleep", cwd=tmp_path, env=env, turn_id=None)
         await sleeping.kill()

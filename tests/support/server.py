@@ -13,6 +13,7 @@ import os
 import re
 import secrets
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -24,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
+
+from hosts.backends.sandbox import home_name
 
 REPO = Path(__file__).resolve().parents[2]
 URL_LINE = re.compile(r"serving AHP on (ws://\S+)")
@@ -113,6 +116,17 @@ class ServerProcess:
     def shell_json(self, script: str) -> Any:
         """`shell`, the last line it printed read as JSON."""
         return json.loads(self.shell(script).strip().splitlines()[-1])
+
+    @property
+    def root_ref(self) -> str:
+        """Who the deployment's own token signs in as."""
+        return "root:" + (self.env().get("AHPD_HOST_NAME") or socket.gethostname() or "ahpd")
+
+    def home_of(self, person: str) -> Path:
+        """Where the sandbox keeps `person`'s home (made now, as the server would)."""
+        path = self.data_dir / "homes" / home_name(person)
+        path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        return path
 
     @property
     def env_file(self) -> Path:

@@ -21,6 +21,7 @@ from acp.client.connection import ClientSideConnection
 
 from hosts.backends.base import BackendError
 from hosts.backends.process import signal_name, start_group, stop_group
+from hosts.backends.sandbox import Jail
 
 from .errors import AgentGone
 from .pipe import AgentPipe
@@ -65,16 +66,20 @@ class AgentProcess:
         client: acp.Client,
         on_update: Callable[[Any], None],
         on_session: Callable[[Any], None],
+        jail: Jail | None = None,
+        needs: Sequence[str] = (),
     ) -> ClientSideConnection:
-        """Spawn the agent in a process group of its own and connect `client` to it."""
+        """Spawn the agent in a process group of its own, in `jail`, and connect `client`."""
         try:
             process = await start_group(
                 argv,
+                cwd=cwd,
+                env=env,
+                jail=jail,
+                needs=needs,
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
-                env=dict(env),
-                cwd=cwd,
                 limit=STDOUT_LIMIT,
             )
         except OSError as error:

@@ -63,11 +63,19 @@ class AcpSession:
         self._agent = agent
         self._config = agent.config
         self._context = context
-        self._home = agent.home_for(context)
+        self._jail = jail = context.jail
+        # In a sandbox the agent's HOME is its session owner's, kept by the sandbox; else the
+        # operator's, or one of the host's (agent.home_for).
+        self._home: Path | None = None
+        if jail is not None and jail.on:
+            self._home_env = jail.home_env()
+        else:
+            self._home = agent.home_for(context)
+            self._home_env = {"HOME": str(self._home)}
         # The agent is told the directories as configured; the fence compares real paths.
         self._directories = [str(Path(d).absolute()) for d in context.working_directories]
         # Commands run for the agent get the plain environment, not the operator's secrets.
-        terminal_env = {**host_env(INHERITED_ENV), "HOME": str(self._home)}
+        terminal_env = {**host_env(INHERITED_ENV), **self._home_env}
         self.client = HostClient(
             Fence(context.working_directories),
             terminal_env,
@@ -124,8 +132,9 @@ class AcpSession:
             raise
 
     async def _start(self) -> None:
-        self._home.mkdir(parents=True, exist_ok=True)
-        env = {**host_env(INHERITED_ENV), "HOME": str(self._home), **self._config.env}
+        if self._home is not None:
+            self._home.mkdir(parents=True, exist_ok=True)
+        env = {**host_env(INHERITED_ENV), **self._home_env, **self._config.env}
         self._link = link = AgentProcess(self._name)
         conn = await link.start(
             [self._config.command, *self._config.args],
@@ -134,6 +143,9 @@ class AcpSession:
             client=cast(acp.Client, self.client),
             on_update=self._on_update,
             on_session=self._on_session_result,
+            jail=self._jail,
+            # The paths its configuration names, bound read-only where they lie.
+            needs=(*self._config.args, *self._config.env.values()),
         )
         init = await link.rpc(
             conn.initialize(

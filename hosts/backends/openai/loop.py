@@ -49,7 +49,7 @@ class OpenAiChat:
         self.backend_id: str | None = None
         self._config = config
         self._context = context
-        self._sandbox = Sandbox(Fence(context.working_directories))
+        self._sandbox = Sandbox(Fence(context.working_directories), context.jail)
         self._endpoint = config.base_url or "the default OpenAI endpoint"
         self._client = AsyncOpenAI(
             base_url=config.base_url or None,

@@ -17,6 +17,7 @@ from typing import Any
 
 from hosts.backends.fence import Fence
 from hosts.backends.process import host_env, start_command, stop_group
+from hosts.backends.sandbox import Jail
 
 from .tools import Tool, ToolError, short, string_argument
 
@@ -47,8 +48,10 @@ class Outcome:
 class Sandbox:
     """The tools' actions for one chat, fenced to its working folders."""
 
-    def __init__(self, fence: Fence) -> None:
+    def __init__(self, fence: Fence, jail: Jail | None = None) -> None:
         self.fence = fence
+        #: Where commands run: the session owner's sandbox (None: as the server's user).
+        self._jail = jail
 
     def prepare(self, tool: Tool, args: Mapping[str, Any]) -> Callable[[], Awaitable[Outcome]]:
         """Check a call's arguments and return the action that runs it."""
@@ -119,7 +122,9 @@ class Sandbox:
 
     async def _run_command(self, command: str, cwd: Path) -> Outcome:
         env = {**host_env(COMMAND_ENV_KEYS), "TERM": "dumb", "PAGER": "cat", "GIT_PAGER": "cat"}
-        process = await start_command(["/bin/sh", "-c", command], cwd=cwd, env=env)
+        if self._jail is not None:
+            env.update(self._jail.home_env())
+        process = await start_command(["/bin/sh", "-c", command], cwd=cwd, env=env, jail=self._jail)
         output = bytearray()
         cut = False
 

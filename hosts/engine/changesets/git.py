@@ -4,6 +4,12 @@ Every call is a subprocess (`git -C <top> ...`) awaited off the event loop's bac
 repository keeps its own caller waiting and nobody else. Output is read with `-z`, so a path
 with spaces, quotes or newlines is one path. Reads take no locks (GIT_OPTIONAL_LOCKS=0), so a
 re-read never fights the person's own `git add` in a terminal for the index.
+
+A repository's own configuration is anybody's to write who can write its folder (an agent, a
+terminal), so the host's git runs nothing it asks: no fsmonitor, no hooks, no external diff or
+textconv driver, no system or global configuration, and on a session's own repository it runs
+in the sandbox (sandbox.py), seeing that repository alone: a filter or an include it was
+planted still runs only as far as the person's own processes reach.
 """
 
 from __future__ import annotations
@@ -13,9 +19,12 @@ import contextlib
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from ...backends.sandbox import Jail, Sandbox
 
 #: The environment every git call runs with: no prompt, no pager, plain messages.
 _ENV = {
@@ -24,6 +33,36 @@ _ENV = {
     "GIT_PAGER": "cat",
     "LC_ALL": "C",
 }
+
+
+#: What no git of the host's runs, whatever a repository's configuration says.
+_NOTHING_RUN = (
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "diff.external=",
+    "-c",
+    "commit.gpgSign=false",
+    "-c",
+    "core.sshCommand=false",
+    "-c",
+    "credential.helper=",
+)
+#: No configuration but the repository's own (the server's user's is nobody's business here).
+_NO_HOST_CONFIG = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null"}
+#: Diff options that keep a repository's drivers from running.
+NO_DRIVERS = ("--no-ext-diff", "--no-textconv")
+
+#: Where a repository's git runs: in this sandbox (None, or off: as the server's user).
+_sandbox: Sandbox | None = None
+
+
+def run_in(sandbox: Sandbox | None) -> None:
+    """Run the git of every repository in `sandbox` from now on (the host sets its own)."""
+    global _sandbox
+    _sandbox = sandbox
 
 
 #: What a call adds to git's environment: None for the folder's own repository, or where this
@@ -70,15 +109,12 @@ async def run(
     top: Path, *args: str, env: Mapping[str, str] | None = None, ok: tuple[int, ...] = (0,)
 ) -> tuple[int, bytes]:
     """Run `git -C top args`; its exit status and output. Any status outside `ok` raises."""
-    process = await asyncio.create_subprocess_exec(
-        "git",
-        "-C",
-        str(top),
-        *args,
-        stdin=asyncio.subprocess.DEVNULL,
+    process = await _start(
+        top,
+        args,
+        env,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, **_ENV, **(env or {})},
     )
     out, err = await process.communicate()
     status = process.returncode or 0
@@ -91,20 +127,12 @@ async def run(
 async def count_files(top: Path, paths: list[str], env: Env, cap: int) -> int:
     """How many files `git add` would take under `paths` (what git ignores not), counted
     up to `cap`: git is stopped there, so a huge folder costs no more than `cap` names."""
-    process = await asyncio.create_subprocess_exec(
-        "git",
-        "-C",
-        str(top),
-        "ls-files",
-        "--others",
-        "--exclude-standard",
-        "-z",
-        "--",
-        *paths,
-        stdin=asyncio.subprocess.DEVNULL,
+    process = await _start(
+        top,
+        ("ls-files", "--others", "--exclude-standard", "-z", "--", *paths),
+        env,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.DEVNULL,
-        env={**os.environ, **_ENV, **(env or {})},
     )
     assert process.stdout is not None
     found = 0
@@ -115,6 +143,44 @@ async def count_files(top: Path, paths: list[str], env: Env, cap: int) -> int:
             process.kill()
     await process.wait()
     return found
+
+
+async def _start(
+    top: Path, args: Sequence[str], env: Env, **pipes: Any
+) -> asyncio.subprocess.Process:
+    """Start one git: hardened, and on a folder's own repository (not one this host keeps,
+    which names its GIT_DIR) in the sandbox, with that repository bound and nothing else."""
+    argv = ["git", *_NOTHING_RUN, "-C", str(top), *args]
+    full_env = {**os.environ, **_ENV, **_NO_HOST_CONFIG, **(env or {})}
+    kept = env is not None and "GIT_DIR" in env
+    if _sandbox is not None and _sandbox.on and not kept:
+        root = repository_of(top) or top
+        jail = Jail(_sandbox, "", (root,), writable=_git_folders(root))
+        argv, full_env = jail.wrap(argv, cwd=root, env=full_env, home=False)
+    return await asyncio.create_subprocess_exec(
+        *argv, stdin=asyncio.subprocess.DEVNULL, env=full_env, start_new_session=True, **pipes
+    )
+
+
+def _git_folders(top: Path) -> tuple[Path, ...]:
+    """Where a working tree's repository lies when its `.git` is a file (a worktree's, a
+    submodule's): that folder and the one it shares objects with."""
+    marker = top / ".git"
+    if not marker.is_file():
+        return ()
+    try:
+        line = marker.read_text(errors="replace").strip()
+    except OSError:
+        return ()
+    if not line.startswith("gitdir:"):
+        return ()
+    gitdir = (top / line.removeprefix("gitdir:").strip()).resolve()
+    found = [gitdir]
+    common = gitdir / "commondir"
+    if common.is_file():
+        with contextlib.suppress(OSError):
+            found.append((gitdir / common.read_text().strip()).resolve())
+    return tuple(p for p in found if p.exists())
 
 
 def repository_of(folder: Path) -> Path | None:
@@ -171,7 +237,16 @@ async def numstat(
     working tree's tracked and staged files; a binary file has none."""
     ends = (base, then) if then is not None else (base,)
     _, out = await run(
-        top, "diff", "--numstat", "-z", "--find-renames", *ends, "--", pathspec, env=env
+        top,
+        "diff",
+        *NO_DRIVERS,
+        "--numstat",
+        "-z",
+        "--find-renames",
+        *ends,
+        "--",
+        pathspec,
+        env=env,
     )
     stats: dict[str, tuple[int, int]] = {}
     fields = out.decode(errors="surrogateescape").split("\0")
@@ -195,7 +270,17 @@ async def changed(top: Path, base: str, then: str, pathspec: str, env: Env = Non
     """What differs between two trees under `pathspec`, as rows whose index letter is the
     change (A, M, D, R with the path it came from)."""
     _, out = await run(
-        top, "diff", "--name-status", "-z", "--find-renames", base, then, "--", pathspec, env=env
+        top,
+        "diff",
+        *NO_DRIVERS,
+        "--name-status",
+        "-z",
+        "--find-renames",
+        base,
+        then,
+        "--",
+        pathspec,
+        env=env,
     )
     fields = out.decode(errors="surrogateescape").split("\0")
     rows: list[Row] = []
@@ -255,7 +340,7 @@ async def holds(top: Path, commit: str, path: str, env: Env = None) -> bool:
 
 
 async def has_staged(top: Path) -> bool:
-    status, _ = await run(top, "diff", "--cached", "--quiet", ok=(0, 1))
+    status, _ = await run(top, "diff", *NO_DRIVERS, "--cached", "--quiet", ok=(0, 1))
     return status == 1
 
 

@@ -12,6 +12,7 @@ from ...protocol.uris import kind_of
 from ...protocol.validation import checked_uri, terminal_claim_problem, terminal_size
 from ..host import Host
 from ..root_config import DEFAULT_SHELL
+from ..sessions.jails import session_jail
 from ..terminals import LiveTerminal
 from ..terminals.shells import chosen_shell, folder_of
 from .caller import Caller, session_of
@@ -39,9 +40,12 @@ def do_create_terminal(
     checked_uri(uri, "createTerminal: channel")
     if (problem := terminal_claim_problem(claim)) is not None:
         raise invalid_params(f"createTerminal: {problem}")
+    session = None
     if claim["kind"] == "session":
         # A terminal claimed for a session is work in that session: its grants, there.
-        caller.may_in(session_of(host, claim["session"]), "chat:send")
+        session = session_of(host, claim["session"])
+        caller.may_in(session, "chat:send")
+    must_be_sandboxed(host, caller, "open a terminal")
     if name is not None and not isinstance(name, str):
         raise invalid_params("createTerminal: name must be a string")
     width = terminal_size(cols, "createTerminal", "cols", 80)
@@ -50,6 +54,13 @@ def do_create_terminal(
         raise ProtocolError(ErrorCode.ALREADY_EXISTS, f"Terminal already exists: {uri}")
     folder = _folder(host, cwd)
     shell = chosen_shell(host.root_value(DEFAULT_SHELL))
+    # A session's terminal runs where its other processes do; one of a person's own sees the
+    # folder it was opened in.
+    jail = (
+        session_jail(host.sandbox, session.record)
+        if session is not None
+        else host.sandbox.jail(caller.principal.ref, [folder])
+    )
     try:
         return host.terminals.open(
             uri,
@@ -59,12 +70,25 @@ def do_create_terminal(
             cwd=folder,
             cols=width,
             rows=height,
+            jail=jail,
         )
     except OSError as exc:
         log.warning("terminal %s: %s did not start: %s", uri, shell, exc)
         raise ProtocolError(
             ErrorCode.INTERNAL_ERROR, f"createTerminal: {shell} did not start: {exc}"
         ) from None
+
+
+def must_be_sandboxed(host: Host, caller: Caller, what: str) -> None:
+    """-32009 unless people's processes run in the sandbox here, or the caller is a host-wide
+    admin: with the sandbox off a shell is the server's own user, its data and its secrets."""
+    if not host.sandbox.on and not caller.principal.admin:
+        raise ProtocolError(
+            ErrorCode.PERMISSION_DENIED,
+            f"Only a host-wide admin may {what} here: the sandbox is off (AHPD_SANDBOX=off, "
+            f"or bubblewrap cannot start: {host.sandbox.settings.reason}), so it would run as "
+            "the server's own user",
+        )
 
 
 def _folder(host: Host, cwd: Any) -> Path:

@@ -10,6 +10,7 @@ from ..host import Host
 from ..sessions import LiveChat
 from ..sessions.local_commands import command_of
 from .caller import Caller, session_of, user_message, with_sender
+from .terminals import must_be_sandboxed
 
 
 def room_for_agent(
@@ -29,10 +30,17 @@ def do_start_turn(host: Host, caller: Caller, chat: LiveChat, action: dict[str, 
     state and runs once the work in front of it is done.
     """
     caller.may_in(chat.session, "chat:send")
-    if command_of(str(action["message"].get("text", ""))) is None:
-        # A ! command is run by no agent: it needs no room for one.
-        room_for_agent(host, chat.session.record.owner, chat.session.record.provider, chat)
+    room_for_turn(host, caller, chat, str(action["message"].get("text", "")))
     return host.turns.begin(chat, action, origin=caller.origin, sender=caller.sender)
+
+
+def room_for_turn(host: Host, caller: Caller, chat: LiveChat, text: str) -> None:
+    """A ! command runs in a shell (only in a sandbox, or for a host-wide admin); anything
+    else needs room for one more agent of the session owner's."""
+    if command_of(text) is not None:
+        must_be_sandboxed(host, caller, "run a ! command")
+    else:
+        room_for_agent(host, chat.session.record.owner, chat.session.record.provider, chat)
 
 
 def do_send_message(
@@ -49,8 +57,7 @@ def do_send_message(
         if (reason := user_message_problem(message, method)) is not None:
             raise invalid_params(reason)
         message = with_sender(message, caller.principal.ref)
-    if command_of(str(message.get("text", ""))) is None:
-        room_for_agent(host, chat.session.record.owner, chat.session.record.provider, chat)
+    room_for_turn(host, caller, chat, str(message.get("text", "")))
     return host.turns.begin_message(chat, message)
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from ...backends.base import TerminalExit
 from ...backends.process import child_umask
+from ...backends.sandbox import Jail
 from ..terminals import LiveTerminal, Terminals
 from .local_commands import terminal_text
 
@@ -69,10 +70,11 @@ class AgentTerminal:
 class AgentTerminals:
     """The `HostTerminals` of one chat: its agent's commands, claimed by its session."""
 
-    def __init__(self, table: Terminals, session: str, chat: str) -> None:
+    def __init__(self, table: Terminals, session: str, chat: str, jail: Jail) -> None:
         self._table = table
         self._session = session
         self._chat = chat
+        self._jail = jail
 
     def open(
         self,
@@ -98,6 +100,7 @@ class AgentTerminals:
             cwd=cwd,
             cols=COLS,
             rows=ROWS,
+            jail=self._jail,
             # As a command run for the agent as a plain subprocess would (see backends.process).
             umask=child_umask(),
         )

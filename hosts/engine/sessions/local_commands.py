@@ -20,6 +20,7 @@ from typing import Any
 
 from ...backends.base import TurnEnd, TurnEvents, TurnRequest
 from ..terminals import LiveTerminal, Terminals
+from .jails import session_jail
 from .live import LiveChat
 from .records import file_path
 
@@ -85,6 +86,7 @@ class LocalCommand:
                 cwd=self._folder(),
                 cols=120,
                 rows=30,
+                jail=session_jail(self._commands.terminals.sandbox, chat.session.record),
                 command=self.command,
             )
         except OSError as exc:

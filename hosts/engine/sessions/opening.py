@@ -8,6 +8,7 @@ from pathlib import Path
 from ...backends.base import AgentChat, BackendError, ChatContext
 from ..terminals import Terminals
 from .agent_terminals import AgentTerminals
+from .jails import session_jail
 from .live import LiveChat
 from .local_commands import command_of
 from .records import assistant_text, file_path
@@ -37,6 +38,7 @@ async def open_agent_chat(
             # A ! command's turn was this host's, never the model's.
             if t.get("state") == "complete" and command_of(t["message"].get("text", "")) is None
         ]
+        jail = session_jail(terminals.sandbox, record)
         context = ChatContext(
             chat=chat.record.uri,
             working_directories=[file_path(u) for u in record.working_directories] or [Path.cwd()],
@@ -44,7 +46,8 @@ async def open_agent_chat(
             history=history,
             config=dict(chat.session.channel.state["config"]["values"]),
             state_dir=state_dir and state_dir / "agents" / record.provider,
-            terminals=AgentTerminals(terminals, record.uri, chat.record.uri),
+            terminals=AgentTerminals(terminals, record.uri, chat.record.uri, jail),
+            jail=jail,
         )
         chat.agent_chat = await agent.open_chat(context)
         if chat.agent_chat.backend_id != chat.record.backend_id:

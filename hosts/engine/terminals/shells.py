@@ -24,6 +24,15 @@ ZSH_DIR = SHELL_DIR / "zsh"
 #: What a shell is given of the server's own environment, less the server's own settings
 #: (its tokens and keys among them), which are the server's and no shell's business.
 _SERVER_PREFIXES = ("AHPD_", "DJANGO_")
+#: All a sandboxed shell is given of the server's environment (its database and broker URLs,
+#: its API keys, are not the person's).
+_PLAIN = frozenset({"PATH", "LANG", "LANGUAGE", "TZ", "TERM", "COLORTERM"})
+
+
+def _given(name: str, plain: bool) -> bool:
+    if plain:
+        return name in _PLAIN or name.startswith("LC_")
+    return not name.startswith(_SERVER_PREFIXES)
 
 
 def login_shell() -> str:
@@ -55,10 +64,13 @@ def shell_command(shell: str, env: Mapping[str, str]) -> tuple[list[str], dict[s
     return [shell], {}
 
 
-def shell_environment(shell_env: Mapping[str, str | None]) -> dict[str, str]:
-    """The server's environment less its own settings, with AHPD_SHELL_ENV laid over it (a
-    name set to null is taken away); a TERM where none is set, since clients draw xterm."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(_SERVER_PREFIXES)}
+def shell_environment(
+    shell_env: Mapping[str, str | None], *, plain: bool = False
+) -> dict[str, str]:
+    """The server's environment less its own settings (`plain`, as in a sandbox: only what a
+    shell needs to run and draw, none of the server's variables), with AHPD_SHELL_ENV laid over
+    it (a name set to null is taken away); a TERM where none is set, since clients draw xterm."""
+    env = {k: v for k, v in os.environ.items() if _given(k, plain)}
     env.setdefault("TERM", "xterm-256color")
     for name, value in shell_env.items():
         if value is None:

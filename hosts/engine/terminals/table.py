@@ -16,11 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ...backends.sandbox import Jail, Sandbox
 from ..channel import Channel
 from ..fanout import Fanout
 from .live import LiveTerminal
 from .pty import Pty
-from .shells import shell_command, shell_environment
+from .shells import SHELL_DIR, shell_command, shell_environment
 
 log = logging.getLogger("ahpd.terminals")
 
@@ -39,11 +40,18 @@ class TerminalSettings:
 
 class Terminals:
     def __init__(
-        self, fanout: Fanout, root: Callable[[], Channel], settings: TerminalSettings
+        self,
+        fanout: Fanout,
+        root: Callable[[], Channel],
+        settings: TerminalSettings,
+        *,
+        sandbox: Sandbox | None = None,
     ) -> None:
         self._fanout = fanout
         self._root = root
         self.settings = settings
+        #: Where every terminal's process starts (sandbox.py): each in a person's jail.
+        self.sandbox = sandbox or Sandbox()
         self._live: dict[str, LiveTerminal] = {}
         self._kills: set[asyncio.Task[None]] = set()
 
@@ -71,15 +79,25 @@ class Terminals:
         cwd: Path,
         cols: int,
         rows: int,
+        jail: Jail,
         command: str | None = None,
     ) -> LiveTerminal:
-        """Start `shell` under a pty in `cwd` and open its channel; OSError if it cannot start
-        (nothing is opened then). With a `command`, the shell runs that alone (`-c`) and the
-        terminal exits with it."""
-        env = shell_environment(self.settings.shell_env)
+        """Start `shell` under a pty in `cwd`, in `jail`, and open its channel; OSError if it
+        cannot start (nothing is opened then). With a `command`, the shell runs that alone
+        (`-c`) and the terminal exits with it."""
+        env = {**shell_environment(self.settings.shell_env, plain=jail.on), **jail.home_env()}
         argv, extra = shell_command(shell, env) if command is None else ([shell, "-c", command], {})
         return self.run(
-            uri, argv, env={**env, **extra}, claim=claim, title=title, cwd=cwd, cols=cols, rows=rows
+            uri,
+            argv,
+            env={**env, **extra},
+            claim=claim,
+            title=title,
+            cwd=cwd,
+            cols=cols,
+            rows=rows,
+            jail=jail,
+            needs=(str(SHELL_DIR),),
         )
 
     def run(
@@ -93,11 +111,13 @@ class Terminals:
         cwd: Path,
         cols: int,
         rows: int,
+        jail: Jail,
+        needs: Sequence[str] = (),
         umask: int = -1,
     ) -> LiveTerminal:
-        """Start `argv` under a pty in `cwd` with exactly `env` (and `umask`, unless -1), and
-        open its channel; OSError if it cannot start (nothing is opened then). The terminal
-        exits with the process."""
+        """Start `argv` under a pty in `cwd` with exactly `env` (and `umask`, unless -1), in
+        `jail`, and open its channel; OSError if it cannot start (nothing is opened then). The
+        terminal exits with the process."""
         state: dict[str, Any] = {
             "title": title,
             "cwd": cwd.as_uri(),
@@ -114,10 +134,11 @@ class Terminals:
             scrollback_bytes=self.settings.scrollback_bytes,
             changed=lambda _: self.announce(),
         )
+        started, started_env = jail.wrap(argv, cwd=cwd, env=env, needs=needs)
         terminal.pty = Pty(
-            argv,
+            started,
             cwd=cwd,
-            env=env,
+            env=started_env,
             cols=cols,
             rows=rows,
             output=terminal.output,
