@@ -17,6 +17,7 @@ from django.http import HttpRequest, HttpResponse
 from django.template import engines
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.functional import lazy
 from django.utils.html import format_html
 
 from .api.people_views import ws_url
@@ -36,6 +37,19 @@ from .session_admin import LiveSessionAdmin
 from .store import mint_token, sync_admin_site, validate_grants
 
 User = get_user_model()
+
+
+def _sandbox_said() -> str:
+    from .edge.runtime import sandbox_settings
+
+    mode = sandbox_settings().mode
+    if mode == "bwrap":
+        return "Site administration · sandbox: bwrap (each person's processes in their own)"
+    return "Site administration · sandbox: OFF (agents run as the server's own user)"
+
+
+#: The index says where people's processes run, so an operator sees it where they work.
+admin.site.index_title = lazy(_sandbox_said, str)()
 
 
 @admin.register(RootConfig)

@@ -40,6 +40,13 @@ class FiguresCollector(Collector):
         info = GaugeMetricFamily("ahpd_build_info", "The server's version.", labels=["version"])
         info.add_metric([f.version], 1)
         yield info
+        sandbox = GaugeMetricFamily(
+            "ahpd_sandbox_info",
+            "Where people's processes run: bwrap (a sandbox each) or off (the server's user).",
+            labels=["mode"],
+        )
+        sandbox.add_metric([f.sandbox], 1)
+        yield sandbox
         yield GaugeMetricFamily(
             "ahpd_uptime_seconds", "Seconds since the engine started.", value=f.uptime_s
         )

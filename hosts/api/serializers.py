@@ -85,6 +85,11 @@ class StatusSerializer(serializers.Serializer):
     turnsStarted = serializers.IntegerField(help_text="turns started")  # noqa: N815
     turnsFinished = TurnsFinishedSerializer(help_text="turns ended, by how")  # noqa: N815
     backendErrors = serializers.IntegerField(help_text="turns the backend failed")  # noqa: N815
+    sandbox = serializers.ChoiceField(
+        choices=["bwrap", "off"],
+        help_text="where people's processes run: bwrap (a sandbox each), or off (as the "
+        "server's own user)",
+    )
     principal = serializers.CharField(help_text="who this request is: user:<id> or root:<host>")
     grants = serializers.ListField(child=serializers.CharField(), help_text="what they hold")
 

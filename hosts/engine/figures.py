@@ -32,6 +32,8 @@ class Figures:
     turns_finished: dict[str, dict[str, int]]
     backend_errors: dict[str, int]
     turn_durations: dict[str, Durations] = field(default_factory=dict)
+    #: Where people's processes run: `bwrap`, or `off` (as the server's own user).
+    sandbox: str = "off"
 
     def to_json(self) -> dict[str, Any]:
         """The figures as /api/status says them: camelCase, each key kept as it is named."""
@@ -53,6 +55,7 @@ class Figures:
                 for ending in ENDINGS
             },
             "backendErrors": sum(self.backend_errors.values()),
+            "sandbox": self.sandbox,
         }
 
 
@@ -78,6 +81,7 @@ def figures(host: Host) -> Figures:
         turns_started=dict(tally.started),
         turns_finished=finished,
         backend_errors=dict(tally.backend_errors),
+        sandbox=host.sandbox.mode,
         turn_durations={
             provider: Durations(list(d.buckets), d.total_s, d.count)
             for provider, d in tally.durations.items()

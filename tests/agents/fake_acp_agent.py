@@ -23,6 +23,9 @@ message's first word:
 * `heard`: replies `heard: ` and, as JSON, every prompt of the session so far, this one included,
   each as the list of its text blocks as the host sent them.
 * `env`: replies with the names of its environment variables.
+* `open <path>`: reads the file itself (not through the host) and replies with its first words,
+  or `cannot-open` and why; `put <path> <text>` writes one itself; `signal <pid>` sends signal
+  0 to a process (`cannot-signal` and why); `whoami`: its PID and HOME. What a sandbox allows.
 * `pay <amount> [currency]`: the session's cumulative cost grows by `amount` (in USD unless
   another ISO 4217 code is named); from then on every `usage_update` says it as `cost`.
 * `spend`: a usage_update every 50 ms, the context 100 tokens fuller and the cost $0.25 more
@@ -112,6 +115,31 @@ def _described(block: Any) -> str:
     if kind == "resource_link":
         return f"[link {block.uri}]"
     return str(getattr(block, "text", ""))
+
+
+def _opened(path: Path) -> str:
+    """Read a file as the agent's own process (not through the host): what a sandbox is for."""
+    try:
+        first = path.read_bytes()[:40].decode(errors="replace").split()
+    except OSError as error:
+        return f"cannot-open {path}: {error.strerror}"
+    return f"opened {path}: {' '.join(first)}"
+
+
+def _put(path: Path, text: str) -> str:
+    try:
+        path.write_text(text)
+    except OSError as error:
+        return f"cannot-put {path}: {error.strerror}"
+    return f"put {path}"
+
+
+def _signalled(pid: int) -> str:
+    try:
+        os.kill(pid, 0)
+    except OSError as error:
+        return f"cannot-signal {pid}: {error.strerror}"
+    return f"signalled {pid}"
 
 
 def _usage(used: int, data: dict[str, Any]) -> UsageUpdate:
@@ -292,6 +320,14 @@ class FakeAgent:
             reply = "heard: " + json.dumps([*heard, blocks])
         elif verb == "env":
             reply = "env: " + " ".join(sorted(os.environ))
+        elif verb == "open" and len(words) > 1:
+            reply = _opened(cwd / words[1])
+        elif verb == "put" and len(words) > 2:
+            reply = _put(cwd / words[1], " ".join(words[2:]))
+        elif verb == "signal" and len(words) > 1:
+            reply = _signalled(int(words[1]))
+        elif verb == "whoami":
+            reply = f"pid={os.getpid()} home={os.environ.get('HOME', '')}"
         elif verb == "sloppy":
             await self._sloppy(session_id)
             reply = "still here"

@@ -24,11 +24,12 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         from hosts.backends.config import ConfigError
         from hosts.backends.process import set_child_umask
+        from hosts.backends.sandbox import SandboxError
         from hosts.edge import control, door
         from hosts.edge.addresses import public_base, vscode_address, with_token
         from hosts.edge.daphne_server import build_server, reactor_loop
         from hosts.edge.preflight import listen_refusal, preflight
-        from hosts.edge.runtime import configured_agents
+        from hosts.edge.runtime import configured_agents, sandbox_settings
 
         # What the server writes from here on is its own alone; its agents keep the caller's.
         set_child_umask(os.umask(0o077))
@@ -36,7 +37,8 @@ class Command(BaseCommand):
         try:
             token = door.connection_token()
             configured_agents()  # refuse a bad agents file now, not at the first connection
-        except ConfigError as exc:
+            sandbox = sandbox_settings()  # bubblewrap tried once, now
+        except (ConfigError, SandboxError) as exc:
             raise EnvError(str(exc)) from None
         # The port, the database and the channel layer, before anything is started on them.
         preflight()
@@ -103,6 +105,17 @@ class Command(BaseCommand):
                 f'"name": "ahpd"' + (f', "connectionToken": "{token}"' if token else "") + "}]"
             )
             self.stdout.write(f"ahpd: data in {settings.AHPD_DATA_DIR}")
+            if sandbox.mode == "bwrap":
+                network = "network on" if sandbox.network else "no network"
+                self.stdout.write(
+                    f"ahpd: sandbox bwrap ({sandbox.version}, {network}): each person's "
+                    "agents, commands and terminals run in a sandbox of their own"
+                )
+            else:
+                self.stdout.write(
+                    f"ahpd: sandbox off ({sandbox.reason}): agents run as the server's own "
+                    "user; terminals and ! commands are a host-wide admin's alone"
+                )
             sys.stdout.flush()
 
         server = build_server(application, host, port, ready, settings.AHPD_MAX_FRAME_BYTES)
