@@ -197,9 +197,14 @@ async def test_root_state_lists_a_person_only_the_terminals_they_may_read(server
     replay = await back.request(
         "reconnect", {"clientId": bob.client_id, "lastSeenServerSeq": 0, "subscriptions": [ROOT]}
     )
-    for envelope in replay.get("actions", []):
-        if envelope["action"]["type"] == "root/terminalsChanged":
-            assert anns not in [t["resource"] for t in envelope["action"]["terminals"]]
+    assert replay["type"] == "replay"
+    lists = [
+        [t["resource"] for t in envelope["action"]["terminals"]]
+        for envelope in replay["actions"]
+        if envelope["action"]["type"] == "root/terminalsChanged"
+    ]
+    assert lists and lists[-1] == [bobs]
+    assert all(anns not in terminals for terminals in lists)
     await ann.request("disposeTerminal", {"channel": anns})
     await back.request("disposeTerminal", {"channel": bobs})
 
