@@ -152,6 +152,9 @@ AHPD_TERMINAL_SCROLLBACK_BYTES = env_int(
 #: What every terminal's shell gets in its environment beside the server's own (less the
 #: server's AHPD_ and DJANGO_ settings): a JSON object of name to text, null to take one away.
 AHPD_SHELL_ENV = env_shell_env("AHPD_SHELL_ENV")
+#: How many terminals one person may have open at once (0: no cap), the deployment's token
+#: and admins included.
+AHPD_TERMINALS_PER_PERSON = env_int("AHPD_TERMINALS_PER_PERSON", 10, minimum=0)
 #: The operator's agents (a JSON file; see hosts/backends/config.py).
 AHPD_CONFIG = env_str("AHPD_CONFIG")
 if AHPD_CONFIG and not Path(AHPD_CONFIG).expanduser().is_file():

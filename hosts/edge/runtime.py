@@ -72,6 +72,7 @@ def host_settings() -> HostSettings:
         terminals=TerminalSettings(
             scrollback_bytes=settings.AHPD_TERMINAL_SCROLLBACK_BYTES,
             shell_env=settings.AHPD_SHELL_ENV,
+            per_person=settings.AHPD_TERMINALS_PER_PERSON,
         ),
         sandbox=sandbox_settings(),
     )

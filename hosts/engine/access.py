@@ -8,6 +8,10 @@ membership of its scope (`chat:send`); and one who is not its owner needs more b
 - working in it (any other write): `others:work` there;
 - disposing it or one of its chats: `others:dispose` there.
 
+A terminal is judged the same way: as the session that claims it, or, claimed by none, as a
+session of its opener's would be (`Personal`), except that being a member of its scope does not
+let one read it.
+
 The built-in member and guest roles hold no `others:*`; `lead` holds them all, and admin's
 `*:*` every one. Socket actions (commands/dispatch.py), commands (services/), snapshots,
 listings, notifications, replay and the REST views all ask here.
@@ -15,6 +19,7 @@ listings, notifications, replay and the REST views all ask here.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Protocol
 
 from ..protocol.errors import ErrorCode, ProtocolError, invalid_params
@@ -34,11 +39,27 @@ OTHERS_READ = "others:read"
 OTHERS_WORK = "others:work"
 OTHERS_DISPOSE = "others:dispose"
 
-#: The operations that end a session or a chat: one not the owner's needs others:dispose.
-DISPOSING = frozenset({"session:dispose", "chat:dispose"})
+
+@dataclass(slots=True)
+class Personal:
+    """What is one person's own rather than a session's: a terminal no session claims, judged
+    as a session of `owner`'s in `scope` would be, but for reading. Another member of the scope
+    reads it only with `others:read`: a shell's scrollback holds what its owner typed there (a
+    password at a prompt that does not echo it included), which a session's turns do not."""
+
+    uri: str
+    owner: str
+    scope: str
+
+
+#: The operations that end a session, a chat or a terminal: one not the owner's needs
+#: others:dispose.
+DISPOSING = frozenset({"session:dispose", "chat:dispose", "terminal:dispose"})
 
 #: What reading a session is (a snapshot of it or of its chats, a row in a listing).
 READ_SESSION = "session:state"
+#: What reading a terminal is (a snapshot of it, its row in root state's `terminals`).
+READ_TERMINAL = "terminal:output"
 
 
 def others_grant(needed: str) -> str:
@@ -61,7 +82,7 @@ def refusal(principal: Principal, record: Owned, needed: str) -> str | None:
     if record.owner == principal.ref:
         return None
     other = others_grant(needed)
-    if other == OTHERS_READ and principal.belongs(scope):
+    if other == OTHERS_READ and principal.belongs(scope) and not isinstance(record, Personal):
         return None
     if principal.may_in(scope, other):
         return None

@@ -36,7 +36,7 @@ def readable(principal: Principal, kind: str) -> bool:
     return needed is None or any(principal.may(n) for n in needed)
 
 
-def no_sessions(uri: str) -> access.Owned | None:
+def nobody(uri: str) -> access.Owned | None:
     return None
 
 
@@ -48,24 +48,27 @@ class Gate:
     def __init__(self, directory: Directory, fanout: Fanout) -> None:
         self.directory = directory
         self._fanout = fanout
-        #: The session a channel is in, if any (the host's session table answers).
-        self.session_of: Callable[[str], access.Owned | None] = no_sessions
+        #: Whose a channel is, where it is somebody's: the session it is in, or a terminal's
+        #: (the session claiming it, else its opener) (the host answers).
+        self.whose: Callable[[str], access.Owned | None] = nobody
         #: Why a principal (by ref) may not watch a resource watch channel beyond its grant
         #: (one over a client's files is that client's person's alone), or None.
         self.watch_owner: Callable[[str, Channel], ProtocolError | None] = nobodys
 
     def watch_refusal(self, principal: Principal, channel: Channel) -> ProtocolError | None:
         """Why a principal may not watch a channel (-32009), or None: its kind's grant, and,
-        for a session's channels (its chats, its changesets, the terminals it claims), that
-        session; for a watch over a client's files, that client's being theirs."""
+        for a session's channels (its chats, its changesets), that session; for a terminal,
+        the session claiming it or else its opener; for a watch over a client's files, that
+        client's being theirs."""
         needed = grants.SUBSCRIBE.get(channel.kind)
         if needed is not None and not any(principal.may(n) for n in needed):
             return denied(principal, needed[0])
         if channel.kind == "resourceWatch":
             return self.watch_owner(principal.ref, channel)
-        in_session = channel.kind in ("session", "chat", "changeset", "terminal")
-        record = self.session_of(channel.uri) if in_session else None
-        reason = access.refusal(principal, record, access.READ_SESSION) if record else None
+        owned = channel.kind in ("session", "chat", "changeset", "terminal")
+        record = self.whose(channel.uri) if owned else None
+        reading = access.READ_TERMINAL if channel.kind == "terminal" else access.READ_SESSION
+        reason = access.refusal(principal, record, reading) if record else None
         return ProtocolError(ErrorCode.PERMISSION_DENIED, reason) if reason else None
 
     def may_watch(self, principal: Principal, channel: Channel) -> bool:

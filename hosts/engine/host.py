@@ -23,7 +23,7 @@ from ..protocol.reducers import reduce
 from ..protocol.shapes import Origin
 from ..protocol.uris import ROOT_URI
 from ..protocol.validation import action_problem
-from . import changesets, grants, root_config
+from . import access, changesets, grants, root_config
 from .asks import Asks
 from .changesets import Changesets
 from .changesets import git as changeset_git
@@ -44,7 +44,6 @@ from .resources.watches import Watches
 from .sessions import Presence, Residency, Sessions, Turns
 from .sessions.attachments import Attachments
 from .sessions.local_commands import LocalCommands
-from .sessions.records import SessionRecord
 from .terminals import Terminals
 from .terminals.shells import chosen_shell
 from .writebehind import WriteBehind
@@ -82,7 +81,7 @@ class Host:
         self.asks = Asks(self.fanout, self.clients)
         self.root_principal = principal_root(settings.host_name)
         self.sessions = Sessions(self.fanout, self.writes, store, agents or {})
-        self.gate.session_of = self._session_of
+        self.gate.whose = self._whose
         for agent in self.sessions.agents.values():
             if hasattr(agent, "on_info_changed"):
                 agent.on_info_changed = self._agents_changed
@@ -114,7 +113,12 @@ class Host:
         self.sandbox = Sandbox(settings.sandbox)
         changeset_git.run_in(self.sandbox)
         self.terminals = Terminals(
-            self.fanout, lambda: self.root, settings.terminals, sandbox=self.sandbox
+            self.fanout,
+            lambda: self.root,
+            settings.terminals,
+            session_record=self.sessions.record_of,
+            remembered=settings.replay_count,
+            sandbox=self.sandbox,
         )
         #: The terminals `!command` turns run in, in the shell a client's terminal opens.
         self.local_commands = LocalCommands(
@@ -156,14 +160,11 @@ class Host:
     def directory(self) -> Directory:
         return self.gate.directory
 
-    def _session_of(self, uri: str) -> SessionRecord | None:
-        """The session a channel is in: a session's, a chat's, a changeset's, or a terminal
-        it claims."""
+    def _whose(self, uri: str) -> access.Owned | None:
+        """Whose a channel is: the session it is in (a session's, a chat's, a changeset's), or
+        a terminal's (the session claiming it, else its opener: Terminals.whose)."""
         record = self.sessions.record_of(changesets.session_uri_of(uri) or uri)
-        terminal = self.terminals.get(uri) if record is None else None
-        if terminal is not None and terminal.state["claim"].get("kind") == "session":
-            record = self.sessions.record_of(str(terminal.state["claim"].get("session", "")))
-        return record
+        return record if record is not None else self.terminals.whose(uri)
 
     async def wake(self, uri: str) -> None:
         """Make ready what a URI names before a command reads it: a dormant chat's turns, a
@@ -386,6 +387,9 @@ class Host:
                 state["config"] = {"schema": state["config"]["schema"], "values": {}}
             if not conn.principal.may(grants.TOLD["root/terminalsChanged"]):
                 state.pop("terminals", None)
+            elif "terminals" in state:
+                # The terminals they may read, as root/terminalsChanged tells them.
+                state["terminals"] = self.terminals.visible(conn.principal, state["terminals"])
             state["_meta"] = {
                 **state.get("_meta", {}),
                 "ahpd.grants": grants.advertised(),

@@ -51,7 +51,8 @@ class HostSettings:
     #: A file attached to a message is read for its agent up to this many bytes
     #: (AHPD_ATTACHMENT_FETCH_LIMIT_BYTES); a larger one is left as sent.
     attachment_fetch_limit: int = 32 * root_config.MIB
-    #: The terminals' scrollback cap, the shells' environment, the grace of a kill.
+    #: The terminals' scrollback cap, the shells' environment, the grace of a kill, a
+    #: person's cap.
     terminals: TerminalSettings = field(default_factory=TerminalSettings)
     #: How people's processes are started: in bubblewrap, or (off) as the server's user.
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)

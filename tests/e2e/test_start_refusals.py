@@ -64,6 +64,7 @@ def migrated() -> Iterator[ServerProcess]:
         ("AHPD_SLEEP_AFTER_MINUTES", "-1", ("AHPD_SLEEP_AFTER_MINUTES", "at least 0")),
         ("AHPD_SESSION_RESIDENCY_LIMIT", "-1", ("AHPD_SESSION_RESIDENCY_LIMIT",)),
         ("AHPD_AGENTS_PER_PERSON", "many", ("AHPD_AGENTS_PER_PERSON", "many")),
+        ("AHPD_TERMINALS_PER_PERSON", "-1", ("AHPD_TERMINALS_PER_PERSON", "at least 0")),
     ],
 )
 def test_a_bad_setting(migrated, variable, value, named):

@@ -16,12 +16,16 @@ from hosts.engine.host import Host, HostSettings
 from hosts.engine.ports import MemoryStore
 from hosts.engine.services import Caller
 from hosts.engine.services.terminals import do_create_terminal
-from hosts.engine.sessions.agent_terminals import AgentTerminals
-from hosts.engine.terminals import LiveTerminal, TerminalSettings
+from hosts.engine.sessions.agent_terminals import AgentTerminal, AgentTerminals
+from hosts.engine.sessions.records import SessionRecord
+from hosts.engine.terminals import LiveTerminal, TerminalCap, TerminalSettings
 from hosts.engine.terminals.marks import Mark, MarkParser, command_line, cwd_uri
 from hosts.engine.terminals.pty import session_groups
 from hosts.engine.terminals.scrollback import content_bytes, trimmed
 from hosts.engine.terminals.shells import chosen_shell, folder_of, shell_environment
+
+#: The session an agent's commands run for, in the tests that run some.
+SESSION = SessionRecord("ahp-session:/s", "fake", 0, 0, "ahp-chat:/c", owner="user:ann")
 
 
 def test_the_marks_are_taken_out_of_the_output_and_the_rest_passes_as_it_came():
@@ -131,7 +135,7 @@ async def test_an_agents_command_runs_in_a_terminal_its_session_claims(fast_kill
     await host.start()
     try:
         agent = AgentTerminals(
-            host.terminals, "ahp-session:/s", "ahp-chat:/c", host.sandbox.jail("user:t", [])
+            host.terminals, SESSION, "ahp-chat:/c", host.sandbox.jail("user:t", [])
         )
         env = {"PATH": os.environ["PATH"]}
         ran = agent.open(
@@ -171,7 +175,7 @@ async def test_a_server_that_ignores_hangups_still_hangs_up_its_terminals(fast_k
     was = signal.signal(signal.SIGHUP, signal.SIG_IGN)
     try:
         agent = AgentTerminals(
-            host.terminals, "ahp-session:/s", "ahp-chat:/c", host.sandbox.jail("user:t", [])
+            host.terminals, SESSION, "ahp-chat:/c", host.sandbox.jail("user:t", [])
         )
         env = {"PATH": os.environ["PATH"]}
         sleeping = agent.open(["sleep", "30"], title="sleep", cwd=tmp_path, env=env, turn_id=None)
@@ -179,4 +183,55 @@ async def test_a_server_that_ignores_hangups_still_hangs_up_its_terminals(fast_k
         assert await asyncio.wait_for(sleeping.wait(), 10) == TerminalExit(None, "SIGHUP")
     finally:
         signal.signal(signal.SIGHUP, was)
+        await host.stop()
+
+
+async def test_an_agent_at_its_persons_cap_is_refused_a_command_and_an_exited_one_frees_it(
+    tmp_path,
+):
+    """A session's command that exited holds no process: it is kept for reading until the
+    session goes, and counts against nobody's cap."""
+    settings = TerminalSettings(kill_grace_s=0.5, per_person=2)
+    host = Host(MemoryStore(), HostSettings(terminals=settings, close_wait_s=0.1))
+    await host.start()
+    try:
+        agent = AgentTerminals(
+            host.terminals, SESSION, "ahp-chat:/c", host.sandbox.jail("user:ann", [])
+        )
+        env = {"PATH": os.environ["PATH"]}
+
+        def sleeping() -> AgentTerminal:
+            return agent.open(["sleep", "30"], title="s", cwd=tmp_path, env=env, turn_id=None)
+
+        first, _ = sleeping(), sleeping()
+        with pytest.raises(TerminalCap) as refused:
+            sleeping()
+        assert str(refused.value) == (
+            "user:ann already has 2 terminals open, the most one person may have "
+            "(AHPD_TERMINALS_PER_PERSON=2): dispose of one first"
+        )
+        assert host.terminals.open_of("user:ann") == 2 and len(host.terminals) == 2
+        await first.kill()
+        await first.wait()
+        assert host.terminals.open_of("user:ann") == 1
+        sleeping()
+        # Another person is not held to ann's count.
+        assert host.terminals.open_of("user:bob") == 0
+    finally:
+        await host.stop()
+
+
+async def test_a_cap_of_zero_is_no_cap(tmp_path):
+    settings = TerminalSettings(kill_grace_s=0.5, per_person=0)
+    host = Host(MemoryStore(), HostSettings(terminals=settings, close_wait_s=0.1))
+    await host.start()
+    try:
+        agent = AgentTerminals(
+            host.terminals, SESSION, "ahp-chat:/c", host.sandbox.jail("user:ann", [])
+        )
+        env = {"PATH": os.environ["PATH"]}
+        for _ in range(3):
+            agent.open(["sleep", "30"], title="s", cwd=tmp_path, env=env, turn_id=None)
+        assert host.terminals.open_of("user:ann") == 3
+    finally:
         await host.stop()

@@ -1,10 +1,10 @@
 """dispatchAction: the pipeline a client's action goes through before anybody sees it.
 
 Known type, and one a client may send -> its rule's grant -> a target this host knows (or the
-rule's answer for one it does not) -> whose session the target is in (access.py) -> the
-action's shape -> the rule's effect. A refusal is an
-envelope too: the next serverSeq, a rejectionReason, and no state change. The rules are
-rules/; the shapes hosts/protocol/validation.py.
+rule's answer for one it does not) -> whose the target is (the session it is in, a terminal's
+owner: access.py) -> the action's shape -> the rule's effect. A refusal is an envelope too: the
+next serverSeq, a rejectionReason, and no state change. The rules are rules/; the shapes
+hosts/protocol/validation.py.
 """
 
 from __future__ import annotations
@@ -76,8 +76,8 @@ async def dispatch_action(host: Host, conn: Connection, params: dict[str, Any]) 
         return _unknown_target(host, rule, spec, uri, action, caller, refuse)
     if target.kind != spec.channel_kind:
         return refuse(f"{action_type} is not an action of {target.uri}")
-    # In a session, whose it is decides too (access.py).
-    if needed is not None and (record := host.gate.session_of(target.uri)) is not None:
+    # In a session, or on a terminal, whose it is decides too (access.py).
+    if needed is not None and (record := host.gate.whose(target.uri)) is not None:
         if (reason := access.refusal(caller.principal, record, needed)) is not None:
             return refuse(reason)
     reason = action_problem(action)

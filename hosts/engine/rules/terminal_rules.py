@@ -4,13 +4,16 @@ A client's size, claim, title and clear are said as the client sent them and the
 effect (the pty is told its size; the root's list is said again after a claim or a title);
 its input is said too, a side-effect-only action every client of the terminal is sent, and
 written through to the pty. The host says a claim too (a session's terminal handed to the
-tool call it runs for); the rest is the host's, read off the shell's output.
+tool call it runs for); the rest is the host's, read off the shell's output. Whose the terminal
+is (the session claiming it, else its opener) is decided before any of these (access.py, in
+commands/dispatch.py): another's takes `others:work` where it is.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from .. import access
 from ..terminals import LiveTerminal
 from .rule import ActionRule, Dispatch
 
@@ -43,6 +46,15 @@ def _claimed(d: Dispatch) -> str | None:
     sender = d.caller.origin["clientId"] if d.caller.origin is not None else None
     if held.get("kind") != "client" or held.get("clientId") != sender:
         return f"Terminal {d.channel.uri} is held by {_holder(held)}: only its holder hands it on"
+    claim = d.action["claim"]
+    if claim.get("kind") == "session":
+        # Handed to a session, it is that session's from now on: work in that session, as
+        # createTerminal claiming one is.
+        record = d.host.sessions.record_of(str(claim.get("session")))
+        if record is None:
+            return f"Session not found: {claim.get('session')}"
+        if (reason := access.refusal(d.caller.principal, record, "chat:send")) is not None:
+            return reason
     d.say()
     d.host.terminals.announce()
     return None

@@ -1,4 +1,5 @@
-"""Opening and closing a host terminal: a shell on the server, run as the server's user."""
+"""Opening and closing a host terminal: a shell on the server, run as the server's user, and
+its opener's (access.py judges who else may touch it)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,11 @@ from typing import Any
 from ...protocol.errors import ErrorCode, ProtocolError, invalid_params
 from ...protocol.uris import kind_of
 from ...protocol.validation import checked_uri, terminal_claim_problem, terminal_size
+from .. import access
 from ..host import Host
 from ..root_config import DEFAULT_SHELL
 from ..sessions.jails import session_jail
-from ..terminals import LiveTerminal
+from ..terminals import LiveTerminal, TerminalCap
 from ..terminals.shells import chosen_shell, folder_of
 from .caller import Caller, session_of
 
@@ -33,7 +35,9 @@ def do_create_terminal(
 ) -> LiveTerminal:
     """Open a terminal under the URI the client chose: root config's defaultShell (else the
     login shell) under a pty, in the folder `cwd` names where it is one inside the served
-    folders, else the first served folder; said to the root's watchers with the whole list."""
+    folders, else the first served folder; said to the root's watchers with the whole list.
+    It is the caller's, in their home scope, or in the scope of the session it is claimed for;
+    -32602 naming AHPD_TERMINALS_PER_PERSON where they have as many open as they may."""
     caller.may("terminal:create")
     if kind_of(uri) != "terminal":
         raise invalid_params(f"Terminal URI must use the ahp-terminal scheme: {uri}")
@@ -41,10 +45,12 @@ def do_create_terminal(
     if (problem := terminal_claim_problem(claim)) is not None:
         raise invalid_params(f"createTerminal: {problem}")
     session = None
+    scope = caller.principal.home
     if claim["kind"] == "session":
         # A terminal claimed for a session is work in that session: its grants, there.
         session = session_of(host, claim["session"])
         caller.may_in(session, "chat:send")
+        scope = session.record.scope
     must_be_sandboxed(host, caller, "open a terminal")
     if name is not None and not isinstance(name, str):
         raise invalid_params("createTerminal: name must be a string")
@@ -64,6 +70,7 @@ def do_create_terminal(
     try:
         return host.terminals.open(
             uri,
+            owner=access.Personal(uri, caller.principal.ref, scope),
             claim=claim,
             title=name or os.path.basename(shell),
             shell=shell,
@@ -72,6 +79,8 @@ def do_create_terminal(
             rows=height,
             jail=jail,
         )
+    except TerminalCap as exc:
+        raise invalid_params(f"createTerminal: {exc}") from None
     except OSError as exc:
         log.warning("terminal %s: %s did not start: %s", uri, shell, exc)
         raise ProtocolError(
@@ -102,7 +111,11 @@ def _folder(host: Host, cwd: Any) -> Path:
 
 def do_dispose_terminal(host: Host, caller: Caller, uri: str) -> None:
     """Close a terminal: its channel goes, the root's list is said without it, and its
-    process group is killed (SIGHUP, then SIGKILL after a grace)."""
+    process group is killed (SIGHUP, then SIGKILL after a grace). Another's takes
+    others:dispose where it is (access.py)."""
     caller.may("terminal:dispose")
-    if not host.terminals.dispose(uri):
+    record = host.terminals.whose(uri) if host.terminals.get(uri) is not None else None
+    if record is None:
         raise ProtocolError(ErrorCode.SESSION_NOT_FOUND, f"Resource not found: {uri}")
+    access.require(caller.principal, record, "terminal:dispose")
+    host.terminals.dispose(uri)

@@ -19,6 +19,7 @@ from typing import Any
 from ...backends.base import TerminalExit
 from ...backends.process import child_umask
 from ...backends.sandbox import Jail
+from ..access import Owned, Personal
 from ..terminals import LiveTerminal, Terminals
 from .local_commands import terminal_text
 
@@ -68,11 +69,14 @@ class AgentTerminal:
 
 
 class AgentTerminals:
-    """The `HostTerminals` of one chat: its agent's commands, claimed by its session."""
+    """The `HostTerminals` of one chat: its agent's commands, claimed by its session and its
+    owner's (counted against their AHPD_TERMINALS_PER_PERSON)."""
 
-    def __init__(self, table: Terminals, session: str, chat: str, jail: Jail) -> None:
+    def __init__(self, table: Terminals, session: Owned, chat: str, jail: Jail) -> None:
         self._table = table
-        self._session = session
+        self._session = session.uri
+        self._owner = session.owner
+        self._scope = session.scope
         self._chat = chat
         self._jail = jail
 
@@ -89,12 +93,14 @@ class AgentTerminals:
         if turn_id is not None:
             claim["turnId"] = turn_id
         program = _program(argv[0], cwd, env.get("PATH"))
+        uri = f"ahp-terminal:/{uuid.uuid4()}"
         terminal = self._table.run(
-            f"ahp-terminal:/{uuid.uuid4()}",
+            uri,
             [program, *argv[1:]],
             # Under a pty, `git log` would open a pager and wait for keys nobody sends; the
             # agent reads the output whole, as it did from a pipe. Its own env may say otherwise.
             env={**NO_PAGER, **env},
+            owner=Personal(uri, self._owner, self._scope),
             claim=claim,
             title=title,
             cwd=cwd,

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ...backends.base import TurnEnd, TurnEvents, TurnRequest
+from ..access import Personal
 from ..terminals import LiveTerminal, Terminals
 from .jails import session_jail
 from .live import LiveChat
@@ -78,8 +79,11 @@ class LocalCommand:
             "toolCallId": call_id,
         }
         try:
+            record = chat.session.record
             terminal = self.terminal = self._commands.terminals.open(
                 uri,
+                # The session's, as the session claims it (whoever sent the line).
+                owner=Personal(uri, record.owner, record.scope),
                 claim=claim,
                 title=self.command,
                 shell=self._commands.shell(),

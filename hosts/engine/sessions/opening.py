@@ -46,7 +46,7 @@ async def open_agent_chat(
             history=history,
             config=dict(chat.session.channel.state["config"]["values"]),
             state_dir=state_dir and state_dir / "agents" / record.provider,
-            terminals=AgentTerminals(terminals, record.uri, chat.record.uri, jail),
+            terminals=AgentTerminals(terminals, record, chat.record.uri, jail),
             jail=jail,
         )
         chat.agent_chat = await agent.open_chat(context)

@@ -1,6 +1,6 @@
-"""Terminals: shells under real pseudoterminals, each one a channel every client may watch.
+"""Terminals: shells under real pseudoterminals, each one a channel its owner's (access.py).
 
-* `table`: the host's terminals and the root's list of them.
+* `table`: the host's terminals, whose each is, a person's cap and the root's list of them.
 * `live`: one terminal, its output and the shell's marks turned into its actions.
 * `pty`: the process under its pseudoterminal, read on the event loop.
 * `marks`, `scrollback`: the OSC 133 / OSC 7 marks read out of the output, and the cap on
@@ -9,6 +9,6 @@
 """
 
 from .live import LiveTerminal
-from .table import Terminals, TerminalSettings
+from .table import TerminalCap, Terminals, TerminalSettings
 
-__all__ = ["LiveTerminal", "TerminalSettings", "Terminals"]
+__all__ = ["LiveTerminal", "TerminalCap", "TerminalSettings", "Terminals"]

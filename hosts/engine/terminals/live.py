@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ..access import Personal
 from ..channel import Channel
 from ..clock import now_ms
 from ..fanout import Fanout
@@ -28,11 +29,15 @@ class LiveTerminal:
         fanout: Fanout,
         channel: Channel,
         *,
+        owner: Personal,
         scrollback_bytes: int,
         changed: Callable[[LiveTerminal], None],
     ) -> None:
         self.fanout = fanout
         self.channel = channel
+        #: Whose it is: its opener, in the scope it was opened in (a session that claims it
+        #: speaks for it while it does: Terminals.whose).
+        self.owner = owner
         self.pty: Pty | None = None
         self._cap = scrollback_bytes
         #: Told when what the root lists of this terminal moved (it exited).

@@ -1,9 +1,17 @@
-"""The host's terminals: each one's channel and process, the root's list of them, and their end.
+"""The host's terminals: each one's channel and process, whose each is, the root's list of them,
+a person's cap, and their end.
 
-The root lists every terminal (`root/terminalsChanged`, the whole TerminalInfo list) when one
+The root lists the terminals (`root/terminalsChanged`, the whole TerminalInfo list) when one
 opens, closes or exits, and after every title and claim; root state holds no `terminals` while
-none is open. A disposed terminal's channel goes at once and its process group is killed
-behind it (SIGHUP, then SIGKILL after a grace); the host's stop kills every one.
+none is open. One root list is held, and each watcher is shown the terminals they may read
+(`visible`), live, in a snapshot and in a replay alike. A disposed terminal's channel goes at
+once and its process group is killed behind it (SIGHUP, then SIGKILL after a grace); the host's
+stop kills every one.
+
+A terminal is its opener's (`LiveTerminal.owner`, access.Personal): judged as the session that
+claims it while one does (`whose`), else as its opener's own. A person may have `per_person`
+terminals open at once (AHPD_TERMINALS_PER_PERSON): the ones they opened and the ones their
+sessions claim, a session's exited command (kept for reading, with no process) aside.
 """
 
 from __future__ import annotations
@@ -11,14 +19,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ...backends.sandbox import Jail, Sandbox
+from .. import access
 from ..channel import Channel
 from ..fanout import Fanout
+from ..principal import Principal
 from .live import LiveTerminal
 from .pty import Pty
 from .shells import SHELL_DIR, shell_command, shell_environment
@@ -26,6 +37,15 @@ from .shells import SHELL_DIR, shell_command, shell_environment
 log = logging.getLogger("ahpd.terminals")
 
 MIB = 1024 * 1024
+
+#: The setting a person's cap is read from, named in its refusal.
+PER_PERSON_SETTING = "AHPD_TERMINALS_PER_PERSON"
+
+
+class TerminalCap(OSError):
+    """A terminal not started because its person has as many open as they may: refused as the
+    system refuses a process past its limit (fork's EAGAIN), so whoever handles a terminal that
+    could not start says why."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +56,13 @@ class TerminalSettings:
     shell_env: Mapping[str, str | None] = field(default_factory=dict)
     #: How long a terminal's processes have after SIGHUP before SIGKILL.
     kill_grace_s: float = 2.0
+    #: How many terminals one person may have open at once (AHPD_TERMINALS_PER_PERSON); 0 sets
+    #: no cap.
+    per_person: int = 10
+
+
+def _no_session(uri: str) -> access.Owned | None:
+    return None
 
 
 class Terminals:
@@ -46,14 +73,24 @@ class Terminals:
         settings: TerminalSettings,
         *,
         sandbox: Sandbox | None = None,
+        session_record: Callable[[str], access.Owned | None] = _no_session,
+        remembered: int = 1000,
     ) -> None:
         self._fanout = fanout
         self._root = root
         self.settings = settings
         #: Where every terminal's process starts (sandbox.py): each in a person's jail.
         self.sandbox = sandbox or Sandbox()
+        #: The record of a session by its URI (whose, and where), while it is open.
+        self._session_record = session_record
         self._live: dict[str, LiveTerminal] = {}
         self._kills: set[asyncio.Task[None]] = set()
+        #: Whose each disposed terminal was, the newest `remembered` (the replay ring's count):
+        #: a list the ring still holds may name one, and is replayed to those who could read it.
+        self._gone: OrderedDict[str, access.Owned] = OrderedDict()
+        self._remembered = remembered
+        # One list is held; each watcher is told the terminals they may read.
+        fanout.action_views["root/terminalsChanged"] = self._seen_list
 
     def get(self, uri: str) -> LiveTerminal | None:
         return self._live.get(uri)
@@ -69,10 +106,80 @@ class Terminals:
             and terminal.state["claim"].get("session") == session
         ]
 
+    # -- whose ----------------------------------------------------------------------------
+
+    def whose(self, uri: str) -> access.Owned | None:
+        """What a terminal is judged as (access.py): the session that claims it while that
+        session is open, else its opener's own; None for a terminal nobody here knows."""
+        terminal = self._live.get(uri)
+        if terminal is None:
+            return self._gone.get(uri)
+        claim = terminal.state["claim"]
+        if claim.get("kind") == "session":
+            record = self._session_record(str(claim.get("session", "")))
+            if record is not None:
+                return record
+        return terminal.owner
+
+    def may_read(self, principal: Principal, uri: str) -> bool:
+        record = self.whose(uri)
+        reading = access.READ_TERMINAL
+        return record is not None and access.refusal(principal, record, reading) is None
+
+    def visible(self, principal: Principal, infos: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The TerminalInfo rows of `infos` that `principal` may read."""
+        return [info for info in infos if self.may_read(principal, str(info.get("resource")))]
+
+    def _seen_list(self, principal: Any, action: Any) -> Any:
+        return {**action, "terminals": self.visible(principal, list(action["terminals"]))}
+
+    # -- a person's cap -------------------------------------------------------------------
+
+    def open_of(self, person: str) -> int:
+        """How many terminals count against `person`'s cap: those they opened and those their
+        sessions claim, but a session's command that exited (it holds no process, and is kept
+        for reading until the session goes)."""
+        count = 0
+        for terminal in self._live.values():
+            record = self.whose(terminal.uri)
+            if terminal.owner.owner != person and (record is None or record.owner != person):
+                continue
+            if not terminal.running and terminal.state["claim"].get("kind") == "session":
+                continue
+            count += 1
+        return count
+
+    def cap_refusal(self, person: str) -> str | None:
+        """Why `person` may not have another terminal open now, naming the cap; None if they
+        may."""
+        cap = self.settings.per_person
+        if not cap:
+            return None
+        count = self.open_of(person)
+        if count < cap:
+            return None
+        return (
+            f"{person} already has {count} terminals open, the most one person may have "
+            f"({PER_PERSON_SETTING}={cap}): dispose of one first"
+        )
+
+    def _check_cap(self, owner: access.Personal, claim: dict[str, Any]) -> None:
+        people = [owner.owner]
+        if claim.get("kind") == "session":
+            session = self._session_record(str(claim.get("session", "")))
+            if session is not None and session.owner != owner.owner:
+                people.append(session.owner)
+        for person in people:
+            if (reason := self.cap_refusal(person)) is not None:
+                raise TerminalCap(reason)
+
+    # -- opening and closing --------------------------------------------------------------
+
     def open(
         self,
         uri: str,
         *,
+        owner: access.Personal,
         claim: dict[str, Any],
         title: str,
         shell: str,
@@ -84,13 +191,16 @@ class Terminals:
     ) -> LiveTerminal:
         """Start `shell` under a pty in `cwd`, in `jail`, and open its channel; OSError if it
         cannot start (nothing is opened then). With a `command`, the shell runs that alone
-        (`-c`) and the terminal exits with it."""
+        (`-c`) and the terminal exits with it. `owner` is whose it is (its opener, in the scope
+        it was opened in); TerminalCap, an OSError, where that person has as many open as they
+        may."""
         env = {**shell_environment(self.settings.shell_env, plain=jail.on), **jail.home_env()}
         argv, extra = shell_command(shell, env) if command is None else ([shell, "-c", command], {})
         return self.run(
             uri,
             argv,
             env={**env, **extra},
+            owner=owner,
             claim=claim,
             title=title,
             cwd=cwd,
@@ -106,6 +216,7 @@ class Terminals:
         argv: Sequence[str],
         *,
         env: Mapping[str, str],
+        owner: access.Personal,
         claim: dict[str, Any],
         title: str,
         cwd: Path,
@@ -116,8 +227,10 @@ class Terminals:
         umask: int = -1,
     ) -> LiveTerminal:
         """Start `argv` under a pty in `cwd` with exactly `env` (and `umask`, unless -1), in
-        `jail`, and open its channel; OSError if it cannot start (nothing is opened then). The
-        terminal exits with the process."""
+        `jail`, and open its channel; OSError if it cannot start (nothing is opened then):
+        TerminalCap where its opener, or the person whose session claims it, has as many open
+        as they may. The terminal exits with the process."""
+        self._check_cap(owner, claim)
         state: dict[str, Any] = {
             "title": title,
             "cwd": cwd.as_uri(),
@@ -131,6 +244,7 @@ class Terminals:
         terminal = LiveTerminal(
             self._fanout,
             Channel(uri, "terminal", state),
+            owner=owner,
             scrollback_bytes=self.settings.scrollback_bytes,
             changed=lambda _: self.announce(),
         )
@@ -172,9 +286,14 @@ class Terminals:
     def dispose(self, uri: str) -> bool:
         """Close a terminal's channel, say the list without it, and kill its processes behind;
         False if no such terminal is open."""
+        record = self.whose(uri)
         terminal = self._live.pop(uri, None)
-        if terminal is None:
+        if terminal is None or record is None:
             return False
+        # Judged as it was when it went, for as long as a ringed list may name it.
+        self._gone[uri] = record
+        while len(self._gone) > self._remembered:
+            self._gone.popitem(last=False)
         terminal.disposed = True
         terminal.ended.set()
         self._fanout.close(uri)
