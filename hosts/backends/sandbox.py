@@ -24,6 +24,7 @@ the pty's): it has no controlling terminal of the host's to push input into (TIO
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import logging
 import os
@@ -267,6 +268,9 @@ class Jail:
         bound read-only. `home`: the person's home is bound (git needs none)."""
         if not self.on:
             return list(argv), dict(env)
+        if not _runnable(argv[0], cwd, env.get("PATH")):
+            # As exec would say it: inside, bubblewrap would start and then fail its exec.
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), argv[0])
         settings = self.sandbox.settings
         program = shutil.which(settings.bwrap) or settings.bwrap
         hidden = self.sandbox.hidden()
@@ -338,6 +342,12 @@ class Jail:
                 continue  # there already, and writable
             found.append(real)
         return _outermost(found)
+
+
+def _runnable(command: str, cwd: Path | str, path_env: str | None) -> bool:
+    if "/" in command:
+        return os.access(Path(cwd) / command, os.X_OK)
+    return shutil.which(command, path=path_env) is not None
 
 
 def needs_of(command: str, path_env: str | None) -> list[Path]:

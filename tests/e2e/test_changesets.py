@@ -676,13 +676,22 @@ def _release(gate: Path) -> None:
 async def test_an_identical_invocation_shares_the_run_and_a_turn_refuses_the_next(
     server, connect, repo
 ):
-    # A pre-commit hook that waits on a pipe: the commit stays in flight until let go.
+    # The host's git runs no hook; a clean filter it does run (in the sandbox), and this one
+    # waits on a pipe when the commit adds a.txt: the commit stays in flight until let go.
+    # (status and a turn's snapshot, which read a.txt too, pass straight through.)
     gate = repo / ".git" / "gate"
     os.mkfifo(gate)
-    hook = repo / ".git" / "hooks" / "pre-commit"
-    hook.parent.mkdir(exist_ok=True)
-    hook.write_text(f"#!/bin/sh\nread line < '{gate}'\n")
-    hook.chmod(0o755)
+    hold = repo / ".git" / "hold.sh"
+    hold.write_text(
+        "#!/bin/sh\n"
+        "if [ -z \"$GIT_INDEX_FILE\" ] && tr '\\0' ' ' < /proc/$PPID/cmdline | grep -q ' add '"
+        f"; then read line < '{gate}'; fi\n"
+        "exec cat\n"
+    )
+    hold.chmod(0o755)
+    git(repo, "config", "filter.hold.clean", str(hold))
+    (repo / ".git" / "info").mkdir(exist_ok=True)
+    (repo / ".git" / "info" / "attributes").write_text("a.txt filter=hold\n")
     (repo / "a.txt").write_text("changed\n")
     first, session, chat = await opened(server, connect, repo)
     uri = changeset_of(session)
