@@ -7,7 +7,9 @@ ENV PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 AHPD_DATA_DIR=/data AHPD_ENV_FILE=/dat
 WORKDIR /app
 
 # git: a session's changesets are read and committed with git's own command line.
-RUN apt-get update && apt-get install -y --no-install-recommends git \
+# bubblewrap: the sandbox each person's agents, commands and terminals run in (AHPD_SANDBOX);
+# it needs user namespaces in the container (docker-compose.yml's security_opt for `web`).
+RUN apt-get update && apt-get install -y --no-install-recommends git bubblewrap \
     && apt-get clean && rm -rf /var/lib/apt/lists/*
 
 # An ACP agent to run: npm packages to install globally, with Node.js, e.g.

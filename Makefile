@@ -3,7 +3,7 @@ PYTHON ?= $(shell command -v python3.11 2>/dev/null || command -v python3)
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: run test check bench install migrate
+.PHONY: run test check bench install migrate sandbox
 
 $(VENV)/installed: requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -11,7 +11,14 @@ $(VENV)/installed: requirements.txt requirements-dev.txt
 	$(PY) -m pip install --quiet -r requirements-dev.txt
 	touch $@
 
-install: $(VENV)/installed
+install: $(VENV)/installed sandbox
+
+# bubblewrap, the sandbox people's processes run in, where this user may install it (root with
+# apt); elsewhere the server starts with the sandbox off and says so.
+sandbox:
+	@command -v bwrap >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
+		&& apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null; } \
+		|| echo "ahpd: bubblewrap is not installed (apt-get install bubblewrap): the sandbox is off"
 
 migrate: install
 	$(PY) manage.py migrate --verbosity 0

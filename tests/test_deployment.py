@@ -159,3 +159,16 @@ def test_the_image_has_git_whatever_agents_it_is_built_with():
     # Changesets run git's command line; it is installed outside the optional npm step.
     installs = [line for line in DOCKERFILE.splitlines() if "apt-get install" in line]
     assert any("git" in line.split() and "nodejs" not in line for line in installs)
+
+
+def test_the_image_has_bubblewrap_for_the_sandbox():
+    installs = re.search(r"apt-get install -y --no-install-recommends ([^\\&]+)", DOCKERFILE)
+    assert installs is not None and "bubblewrap" in installs.group(1).split()
+
+
+def test_web_may_make_the_sandboxs_namespaces():
+    # bubblewrap makes a user namespace and mounts a /proc of its own: Docker's default seccomp
+    # and AppArmor profiles, and its masked /proc paths, forbid both.
+    assert {"seccomp=unconfined", "apparmor=unconfined", "systempaths=unconfined"} <= set(
+        SERVICES["web"]["security_opt"]
+    )
