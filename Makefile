@@ -44,3 +44,4 @@ bench: install
 	$(PY) bench/catalogue.py
 	$(PY) bench/frame_cache.py
 	$(PY) bench/usage.py
+	$(PY) bench/sandbox.py
