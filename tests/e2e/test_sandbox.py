@@ -27,7 +27,7 @@ from tests.e2e.test_changesets import changeset_of, invoke, watched
 from tests.e2e.test_grants import cli
 from tests.e2e.test_sessions import ended, new_session, turn
 from tests.e2e.test_terminals import PROMPT, open_terminal, run, screen
-from tests.support.agents import ACP_AGENT
+from tests.support.agents import ACP_AGENT, server_with_local_agent
 from tests.support.client import Client, RpcError
 from tests.support.server import ServerProcess
 
@@ -349,3 +349,39 @@ async def test_with_the_sandbox_off_only_a_host_wide_admin_opens_a_shell(
         "createTerminal", {"channel": uri, "claim": {"kind": "client", "clientId": "x"}}
     )
     await admin.request("disposeTerminal", {"channel": uri})
+
+
+async def test_a_command_the_model_writes_runs_in_the_members_sandbox(connect, workdir):
+    with server_with_local_agent() as local:
+        cli(local, "user", "add", "mo", "--role", "member")
+        token = str(cli(local, "user", "token", "mo")["token"])
+        client = await connect(local.url, token=token)
+        await client.initialize()
+        _, chat = await new_session(client, workdir)
+        secret = local.data_dir / SECRET
+        action = turn(f"run cat {secret} || echo NO-SECRET; echo home=$HOME > model.txt")
+        await client.dispatch(chat, action)
+        ready = await client.wait_action(
+            lambda e: e["channel"] == chat and e["action"]["type"] == "chat/toolCallReady",
+            timeout=30,
+        )
+        await client.dispatch_and_wait(
+            chat,
+            {
+                "type": "chat/toolCallConfirmed",
+                "turnId": action["turnId"],
+                "toolCallId": ready["action"]["toolCallId"],
+                "approved": True,
+                "confirmed": "user-action",
+            },
+        )
+        end = await client.wait_action(ended(chat, action["turnId"]), timeout=30)
+        assert end["action"]["type"] == "chat/turnComplete"
+        done = next(
+            e["action"]
+            for e in client.actions
+            if e["channel"] == chat and e["action"]["type"] == "chat/toolCallComplete"
+        )
+        said = json.dumps(done)
+        assert "NO-SECRET" in said and secret.read_text().strip() not in said
+        assert (workdir / "model.txt").read_text() == "home=/home/mo\n"
