@@ -36,6 +36,7 @@ STATUS_FIELDS = {
     "subscriptions",
     "runningTurns",
     "agents",
+    "sandbox",
     "connectionsOpened",
     "envelopes",
     "deliveries",
