@@ -15,6 +15,7 @@ budget each bind), and the row of each scope that pays is chosen by the pay orde
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -40,6 +41,9 @@ MATCH_TYPES: dict[str, tuple[str, ...]] = {
     "agent": ("model", "agent", "computer"),
     "computer": ("computer",),
 }
+#: The most a limit's amount may be: what a row's spend is kept in (PolicySpend.amount, 24
+#: digits with 8 after the point) holds, below 10**16.
+AMOUNT_MAX = Decimal(10**16) - Decimal("0.00000001")
 FIELDS = ("scope", "kind", "effect", "match", "limits", "pool", "cap", "from", "until")
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
@@ -189,9 +193,7 @@ def _scope_ok(scope: str) -> bool:
 def _limit(item: Any, where: str, kind: str) -> Limit:
     if not isinstance(item, dict):
         raise PolicyError(f"{where} must be an object")
-    amount = item.get("amount")
-    if isinstance(amount, bool) or not isinstance(amount, int | float) or amount < 0:
-        raise PolicyError(f"{where}: amount must be a number, 0 or more")
+    amount = figure(item.get("amount"), f"{where}: amount")
     measure = item.get("measure")
     if measure not in MEASURES[kind]:
         raise PolicyError(
@@ -204,7 +206,24 @@ def _limit(item: Any, where: str, kind: str) -> Limit:
     pool = item.get("pool")
     if pool not in LIMIT_POOLS:
         raise PolicyError(f"{where}: pool must be shared or each")
-    return Limit(Decimal(str(amount)), measure, period, pool)
+    return Limit(amount, measure, period, pool)
+
+
+def figure(value: Any, where: str, most: Decimal = AMOUNT_MAX) -> Decimal:
+    """The amount a row may keep: a finite number from 0 to `most`, or PolicyError naming
+    `where`. Every way a row is written (the `policy:` scheme, REST, the admin, the command
+    line) reads its figures here, before anything is kept: JSON as Python reads it takes NaN,
+    Infinity and 1e400 (infinity), which a decimal cannot compare or a column keep."""
+    if isinstance(value, bool) or not isinstance(value, int | float | Decimal):
+        raise PolicyError(f"{where} must be a number, 0 or more, not {value!r}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise PolicyError(f"{where} must be a finite number, not {value!r}")
+    if value < 0:
+        raise PolicyError(f"{where} must be a number, 0 or more, not {value!r}")
+    # An int is compared before it is written out: Python refuses to spell a huge one.
+    if value > most:
+        raise PolicyError(f"{where} is more than {most}, the most a row can keep")
+    return Decimal(str(value))
 
 
 # -- deciding ----------------------------------------------------------------------------------
