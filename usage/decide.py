@@ -15,7 +15,6 @@ budget each bind), and the row of each scope that pays is chosen by the pay orde
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -23,6 +22,8 @@ from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 from functools import cache
 from typing import Any
+
+from hosts.protocol.limits import figure_problem
 
 from .periods import PERIODS
 
@@ -210,19 +211,11 @@ def _limit(item: Any, where: str, kind: str) -> Limit:
 
 
 def figure(value: Any, where: str, most: Decimal = AMOUNT_MAX) -> Decimal:
-    """The amount a row may keep: a finite number from 0 to `most`, or PolicyError naming
-    `where`. Every way a row is written (the `policy:` scheme, REST, the admin, the command
-    line) reads its figures here, before anything is kept: JSON as Python reads it takes NaN,
-    Infinity and 1e400 (infinity), which a decimal cannot compare or a column keep."""
-    if isinstance(value, bool) or not isinstance(value, int | float | Decimal):
-        raise PolicyError(f"{where} must be a number, 0 or more, not {value!r}")
-    if isinstance(value, float) and not math.isfinite(value):
-        raise PolicyError(f"{where} must be a finite number, not {value!r}")
-    if value < 0:
-        raise PolicyError(f"{where} must be a number, 0 or more, not {value!r}")
-    # An int is compared before it is written out: Python refuses to spell a huge one.
-    if value > most:
-        raise PolicyError(f"{where} is more than {most}, the most a row can keep")
+    """The amount a row may keep (limits.figure_problem), or PolicyError naming `where`.
+    Every way a row is written (the `policy:` scheme, REST, the admin, the command line)
+    reads its figures here, before anything is kept."""
+    if (problem := figure_problem(value, most)) is not None:
+        raise PolicyError(f"{where} {problem}")
     return Decimal(str(value))
 
 

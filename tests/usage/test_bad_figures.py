@@ -61,7 +61,7 @@ def kept(server: ServerProcess) -> list[str]:
         ("NaN", "amount must be a finite number, not nan"),
         ("Infinity", "amount must be a finite number, not inf"),
         ("1e400", "amount must be a finite number, not inf"),
-        ("1e300", "amount is more than 9999999999999999.99999999, the most a row can keep"),
+        ("1e300", "amount is more than 9999999999999999.99999999, the most it can be"),
         ("-1", "amount must be a number, 0 or more, not -1"),
     ],
 )
@@ -83,7 +83,7 @@ async def test_a_figure_no_row_can_keep_is_refused_over_the_socket(server, conne
     ("amount", "words"),
     [
         ("1e400", "amount must be a finite number, not inf"),
-        ("1e300", "amount is more than 9999999999999999.99999999, the most a row can keep"),
+        ("1e300", "amount is more than 9999999999999999.99999999, the most it can be"),
         ("10000000000000000", "amount is more than 9999999999999999.99999999"),
     ],
 )
