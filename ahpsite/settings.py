@@ -302,6 +302,14 @@ AHPD_AUTOMATION_SCHEDULER = env_choice(
 ).lower()
 #: How often due schedules are looked for (a run starts within this of its due time).
 AHPD_AUTOMATION_TICK_SECONDS = env_float("AHPD_AUTOMATION_TICK_SECONDS", 2.0, minimum=0.1)
+# What one automation and one person's automations may hold and start (README, "Automations");
+# 0 sets no bound. Root's automations (the deployment's token) are held to the triggers alone.
+#: Schedules one automation may carry.
+AHPD_AUTOMATION_TRIGGERS_MAX = env_int("AHPD_AUTOMATION_TRIGGERS_MAX", 10, minimum=0)
+#: Automations one person may keep.
+AHPD_AUTOMATIONS_PER_PERSON = env_int("AHPD_AUTOMATIONS_PER_PERSON", 50, minimum=0)
+#: Runs one person's automations may start in any rolling hour, by hand or on schedule.
+AHPD_AUTOMATION_RUNS_PER_HOUR = env_int("AHPD_AUTOMATION_RUNS_PER_HOUR", 60, minimum=0)
 CELERY_BEAT_SCHEDULE = {
     "fire-due-automations": {
         "task": "automations.tasks.fire_due_automations",

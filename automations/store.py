@@ -10,6 +10,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 
+from hosts.engine.automations.limits import RUN_LIMIT_ERROR
 from hosts.engine.automations.schedule import Plan, iso_or_none, plan
 from hosts.engine.clock import iso
 from hosts.engine.principal import Principal
@@ -100,6 +101,14 @@ def add_run_row(run: dict[str, Any]) -> dict[str, Any]:
         # The same request, asked twice at once: the one that got in is the run.
         return run_record(AutomationRun.objects.get(request_id=run["request_id"]))
     return run_record(row)
+
+
+def runs_started(owner: str, since_ms: int, besides: list[str]) -> int:
+    window = AutomationRun.objects.filter(owner=owner, created_ms__gte=since_ms)
+    window = window.exclude(uri__in=besides)
+    # A key lookup that matches, never one excluded: rows with no error have no such key.
+    refused = window.filter(status="failed", lifecycle__error__errorType=RUN_LIMIT_ERROR)
+    return window.count() - refused.count()
 
 
 def _ms(text: str) -> int:
@@ -208,42 +217,51 @@ def _load_run(uri: str) -> dict[str, Any] | None:
     return run_record(row) if row is not None else None
 
 
+def _db(function: Any) -> Any:
+    """`function` on a thread of its own (db_call's own_thread): a REST request or the admin
+    holds asgiref's one thread while it waits on the engine, so an automation read or write
+    the engine made there would wait on the request waiting on it, until call_engine's
+    timeout answered the request 500."""
+    return db_call(function, own_thread=True)
+
+
 class DjangoAutomationStore:
     async def load_automations(self) -> list[dict[str, Any]]:
-        return await db_call(lambda: [automation_record(r) for r in Automation.objects.all()])()
+        return await _db(lambda: [automation_record(r) for r in Automation.objects.all()])()
 
     async def load_automation(self, uri: str) -> dict[str, Any] | None:
-        return await db_call(_load_automation)(uri)
+        return await _db(_load_automation)(uri)
 
     async def save_automation(self, record: dict[str, Any]) -> None:
-        await db_call(_save_automation)(record)
+        await _db(_save_automation)(record)
 
     async def delete_automation(self, uri: str) -> None:
-        await db_call(lambda: Automation.objects.filter(uri=uri).delete())()
+        await _db(lambda: Automation.objects.filter(uri=uri).delete())()
 
     async def load_runs(self, automation: str, limit: int) -> list[dict[str, Any]]:
         def load() -> list[dict[str, Any]]:
             rows = AutomationRun.objects.filter(automation_id=automation).order_by("-created_ms")
             return [run_record(r) for r in rows[:limit]]
 
-        return await db_call(load)()
+        return await _db(load)()
 
     async def load_run(self, uri: str) -> dict[str, Any] | None:
-        return await db_call(_load_run)(uri)
+        return await _db(_load_run)(uri)
 
     async def add_run(self, run: dict[str, Any]) -> dict[str, Any]:
-        return await db_call(add_run_row)(run)
+        return await _db(add_run_row)(run)
 
     async def save_run(self, run: dict[str, Any]) -> None:
-        await db_call(
-            lambda: AutomationRun.objects.filter(uri=run["uri"]).update(**_run_fields(run))
-        )()
+        await _db(lambda: AutomationRun.objects.filter(uri=run["uri"]).update(**_run_fields(run)))()
+
+    async def runs_started(self, owner: str, since_ms: int, besides: list[str]) -> int:
+        return await _db(runs_started)(owner, since_ms, besides)
 
     async def fail_unfinished_runs(self, message: str) -> int:
-        return await db_call(fail_unfinished)(message)
+        return await _db(fail_unfinished)(message)
 
     async def claim_due(self, now: datetime) -> list[tuple[str, list[str]]]:
-        return await db_call(claim_due)(now)
+        return await _db(claim_due)(now)
 
     async def owner_principal(self, ref: str) -> Principal | None:
-        return await db_call(_owner_principal)(ref)
+        return await _db(_owner_principal)(ref)

@@ -83,10 +83,10 @@ def policy_set(options: dict[str, Any]) -> Shown:
     try:
         body = json.loads(options["row"])
         row = policy_rows.write_row(options["id"], body)
-    except json.JSONDecodeError as exc:
-        raise CommandError(f"the row is not JSON: {exc}") from None
     except PolicyError as exc:
         raise CommandError(str(exc)) from None
+    except ValueError as exc:  # JSONDecodeError, and a number too long to read
+        raise CommandError(f"the row is not JSON: {exc}") from None
     return Shown(row, [json.dumps(row)])
 
 

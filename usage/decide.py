@@ -23,6 +23,8 @@ from decimal import Decimal
 from functools import cache
 from typing import Any
 
+from hosts.protocol.limits import figure_problem
+
 from .periods import PERIODS
 
 KINDS = ("agent", "model", "computer")
@@ -40,6 +42,9 @@ MATCH_TYPES: dict[str, tuple[str, ...]] = {
     "agent": ("model", "agent", "computer"),
     "computer": ("computer",),
 }
+#: The most a limit's amount may be: what a row's spend is kept in (PolicySpend.amount, 24
+#: digits with 8 after the point) holds, below 10**16.
+AMOUNT_MAX = Decimal(10**16) - Decimal("0.00000001")
 FIELDS = ("scope", "kind", "effect", "match", "limits", "pool", "cap", "from", "until")
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
@@ -189,9 +194,7 @@ def _scope_ok(scope: str) -> bool:
 def _limit(item: Any, where: str, kind: str) -> Limit:
     if not isinstance(item, dict):
         raise PolicyError(f"{where} must be an object")
-    amount = item.get("amount")
-    if isinstance(amount, bool) or not isinstance(amount, int | float) or amount < 0:
-        raise PolicyError(f"{where}: amount must be a number, 0 or more")
+    amount = figure(item.get("amount"), f"{where}: amount")
     measure = item.get("measure")
     if measure not in MEASURES[kind]:
         raise PolicyError(
@@ -204,7 +207,16 @@ def _limit(item: Any, where: str, kind: str) -> Limit:
     pool = item.get("pool")
     if pool not in LIMIT_POOLS:
         raise PolicyError(f"{where}: pool must be shared or each")
-    return Limit(Decimal(str(amount)), measure, period, pool)
+    return Limit(amount, measure, period, pool)
+
+
+def figure(value: Any, where: str, most: Decimal = AMOUNT_MAX) -> Decimal:
+    """The amount a row may keep (limits.figure_problem), or PolicyError naming `where`.
+    Every way a row is written (the `policy:` scheme, REST, the admin, the command line)
+    reads its figures here, before anything is kept."""
+    if (problem := figure_problem(value, most)) is not None:
+        raise PolicyError(f"{where} {problem}")
+    return Decimal(str(value))
 
 
 # -- deciding ----------------------------------------------------------------------------------

@@ -149,5 +149,5 @@ def _body(params: dict[str, Any], where: str) -> Any:
             raise invalid_params(f"resourceWrite: {where}: data is not base64 UTF-8") from None
     try:
         return json.loads(data)
-    except json.JSONDecodeError as exc:
+    except ValueError as exc:  # JSONDecodeError, and a number too long to read
         raise invalid_params(f"resourceWrite: {where}: the row is not JSON: {exc}") from None

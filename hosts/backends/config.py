@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import json
 import re
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from ..protocol.limits import figure_problem
 from .base import Agent, AgentConfig
 
 _PROVIDER = re.compile(r"[a-z][a-z0-9._-]*")
@@ -87,6 +89,10 @@ def parse_agents(data: Any, source: str = "AHPD_CONFIG") -> list[AgentConfig]:
 
 
 PRICE_KEYS = ("input", "output", "cacheRead", "cacheWrite")
+#: The most a price (US dollars per million tokens) may be: a dollar a token, far past any
+#: model's, and a turn's cost at it fits what usage.UsageRecord.cost_usd keeps (10 digits
+#: before the point) up to ten thousand million tokens.
+PRICE_MAX = Decimal(1_000_000)
 
 
 def _prices(value: Any, where: str) -> dict[str, dict[str, float]]:
@@ -100,8 +106,8 @@ def _prices(value: Any, where: str) -> dict[str, dict[str, float]]:
         for key, amount in price.items():
             if key not in PRICE_KEYS:
                 raise ConfigError(f"{where}: prices.{model}.{key} is not one of {PRICE_KEYS}")
-            if isinstance(amount, bool) or not isinstance(amount, int | float) or amount < 0:
-                raise ConfigError(f"{where}: prices.{model}.{key} must be a number, 0 or more")
+            if (problem := figure_problem(amount, PRICE_MAX)) is not None:
+                raise ConfigError(f"{where}: prices.{model}.{key} {problem}")
         out[model] = {key: float(amount) for key, amount in price.items()}
     return out
 

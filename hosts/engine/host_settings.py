@@ -39,6 +39,13 @@ class HostSettings:
     #: How many agents one person's sessions may have at work at once
     #: (AHPD_AGENTS_PER_PERSON); 0 sets no cap.
     agents_per_person: int = 10
+    #: Schedules one automation may carry (AHPD_AUTOMATION_TRIGGERS_MAX); 0 sets no bound.
+    automation_triggers_max: int = 10
+    #: Automations one person may keep (AHPD_AUTOMATIONS_PER_PERSON); 0 sets no bound.
+    automations_per_person: int = 50
+    #: Runs one person's automations may start in a rolling hour
+    #: (AHPD_AUTOMATION_RUNS_PER_HOUR); 0 sets no bound.
+    automation_runs_per_hour: int = 60
     #: How long a stop waits for clients to answer its close frame before going on.
     close_wait_s: float = 5.0
     #: The folders served (AHPD_PATHS); none: the directory the server started in.

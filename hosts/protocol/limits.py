@@ -20,6 +20,8 @@ number that must be an integer is held to `MAX_SAFE_INTEGER` where it is read
 
 from __future__ import annotations
 
+import math
+from decimal import Decimal
 from typing import Any
 
 #: Containers a client's params may nest (the params object itself is level 1). What a client
@@ -36,6 +38,23 @@ MAX_URI_LENGTH = 512
 MAX_ID_LENGTH = 256
 
 _NUL_ESCAPE = "\\u0000"
+
+
+def figure_problem(value: Any, most: Decimal) -> str | None:
+    """Why `value` is no figure a row may keep (a policy's amount, a price): what is wrong
+    with it, for the caller to name the field, or None for a finite number from 0 to `most`.
+    JSON as Python reads it takes NaN, Infinity and 1e400 (infinity), which no decimal can
+    compare and no column keep."""
+    if isinstance(value, bool) or not isinstance(value, int | float | Decimal):
+        return f"must be a number, 0 or more, not {value!r}"
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"must be a finite number, not {value!r}"
+    if value < 0:
+        return f"must be a number, 0 or more, not {value!r}"
+    # An int is compared before anything writes it out: Python refuses to spell a huge one.
+    if value > most:
+        return f"is more than {most}, the most it can be"
+    return None
 
 
 def params_problem(params: dict[str, Any], text: str | bytes) -> str | None:

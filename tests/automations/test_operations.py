@@ -154,7 +154,7 @@ async def test_an_operation_the_entry_does_not_offer_is_refused_in_the_reference
     assert answer["rejectionReason"] == f"Automation operation 'remove' is not available: {uri}"
     with pytest.raises(RpcError) as refused:
         await press(otto, uri)
-    assert refused.value.code == -32603
+    assert refused.value.code == -32009
     assert refused.value.message == f"Automation operation 'run' is not available: {uri}"
     # Olga's own request asked again by Otto is refused too, not answered with her run.
     mine = await press(olga, uri, "olgas-request")
@@ -178,7 +178,7 @@ async def test_a_request_id_used_for_another_automation_is_refused(server, conne
     run = await press(client, first, "shared-request")
     with pytest.raises(RpcError) as refused:
         await press(client, second, "shared-request")
-    assert refused.value.code == -32603
+    assert refused.value.code == -32010
     assert refused.value.message == (
         "Automation run requestId is already used for another automation: shared-request"
     )

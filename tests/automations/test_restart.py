@@ -93,7 +93,7 @@ async def test_an_entry_shows_a_page_of_runs_and_fetching_adds_the_next(server, 
     assert state["lifecycle"]["status"] == "completed"
     with pytest.raises(RpcError) as refused:
         await client.request("fetchAutomationRuns", {**params, "cursor": "stale"})
-    assert refused.value.code == -32603
+    assert refused.value.code == -32602
     assert refused.value.message == "Automation run-history cursor is no longer available: stale"
     assert await client.request("fetchAutomationRuns", {**params, "cursor": cursor}) == {}
     await client.wait_for(lambda: len(entry(client, uri)["runs"]) == 25)

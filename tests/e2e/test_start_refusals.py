@@ -65,10 +65,36 @@ def migrated() -> Iterator[ServerProcess]:
         ("AHPD_SESSION_RESIDENCY_LIMIT", "-1", ("AHPD_SESSION_RESIDENCY_LIMIT",)),
         ("AHPD_AGENTS_PER_PERSON", "many", ("AHPD_AGENTS_PER_PERSON", "many")),
         ("AHPD_TERMINALS_PER_PERSON", "-1", ("AHPD_TERMINALS_PER_PERSON", "at least 0")),
+        ("AHPD_AUTOMATION_TRIGGERS_MAX", "-1", ("AHPD_AUTOMATION_TRIGGERS_MAX", "at least 0")),
+        ("AHPD_AUTOMATIONS_PER_PERSON", "many", ("AHPD_AUTOMATIONS_PER_PERSON", "many")),
+        ("AHPD_AUTOMATION_RUNS_PER_HOUR", "-5", ("AHPD_AUTOMATION_RUNS_PER_HOUR",)),
+        ("AHPD_SANDBOX", "maybe", ("AHPD_SANDBOX", "maybe")),
+        ("AHPD_SANDBOX_NETWORK", "some", ("AHPD_SANDBOX_NETWORK", "some")),
+        ("AHPD_SANDBOX_PATHS", "/no/such/toolchain", ("AHPD_SANDBOX_PATHS", "/no/such/toolchain")),
     ],
 )
 def test_a_bad_setting(migrated, variable, value, named):
     assert_refused({**migrated.env(), variable: value}, *named)
+
+
+@pytest.mark.parametrize(
+    ("price", "words"),
+    [
+        ("NaN", "must be a finite number, not nan"),
+        ("1e400", "must be a finite number, not inf"),
+        ("1e7", "is more than 1000000"),
+    ],
+)
+def test_an_agents_price_no_turn_could_be_charged_at(migrated, tmp_path, price, words):
+    # JSON as Python reads it takes NaN and 1e400; each turn's cost would be a decimal
+    # error when its usage is recorded, long after the server started.
+    agents = tmp_path / "agents.json"
+    agents.write_text(
+        '{"agents": [{"provider": "local", "kind": "openai", "baseUrl": "http://127.0.0.1:9",'
+        f' "prices": {{"m": {{"input": {price}}}}}}}]}}'
+    )
+    env = {**migrated.env(), "AHPD_CONFIG": str(agents)}
+    assert_refused(env, "agents[0]: prices.m.input " + words)
 
 
 def test_a_root_config_bound_of_zero_is_no_limit_and_taken(migrated):

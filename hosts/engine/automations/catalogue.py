@@ -17,14 +17,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from ...protocol.errors import ErrorCode, ProtocolError
+from ...protocol.errors import ErrorCode, ProtocolError, invalid_params
+from ...protocol.limits import MAX_ID_LENGTH, MAX_URI_LENGTH
 from ...protocol.uris import AUTOMATIONS_URI
 from .. import access
 from ..channel import Channel
 from ..clock import iso, now_ms
 from ..host import Host
 from ..principal import Principal
-from . import definitions
+from . import definitions, limits
 from .ports import AutomationStore
 from .runs import Runs, run_state, summary
 from .schedule import iso_or_none, next_run_at
@@ -50,13 +51,15 @@ class Owned:
     scope: str = ""
 
 
+# The reference's words, under the protocol's codes: VS Code's host answers each of these
+# -32603, which a client cannot tell from this host failing (issue 23).
 def not_found(uri: str) -> ProtocolError:
-    return ProtocolError(ErrorCode.INTERNAL_ERROR, f"Automation not found: {uri}")
+    return ProtocolError(ErrorCode.NOT_FOUND, f"Automation not found: {uri}")
 
 
 def used_elsewhere(request_id: str) -> ProtocolError:
     return ProtocolError(
-        ErrorCode.INTERNAL_ERROR,
+        ErrorCode.ALREADY_EXISTS,
         f"Automation run requestId is already used for another automation: {request_id}",
     )
 
@@ -159,7 +162,14 @@ class Automations:
 
     async def claimed(self, uri: str, runs: list[str]) -> None:
         """Runs claimed for an automation (here or by a Celery worker): the entry read again
-        (its cursors, count and switch moved), said, and each run started."""
+        (its cursors, count and switch moved), said, and each run started, as far as the
+        owner's window has room (limits.py); the rest fail, naming the bound, as a run the
+        policies refuse does."""
+        # Decided one batch (or press) at a time, so each counts what the last one started.
+        async with self._pressing:
+            await self._claimed(uri, runs)
+
+    async def _claimed(self, uri: str, runs: list[str]) -> None:
         record = await self.store.load_automation(uri)
         if record is None:
             return
@@ -170,7 +180,17 @@ class Automations:
                 self.runs.open(run)
                 self.history.setdefault(uri, []).insert(0, run)
         self.say(uri)
+        owner = str(record.get("owner") or "")
+        most = self.host.settings.automation_runs_per_hour
+        started = await self._runs_started(owner, runs)
         for run_uri in runs:
+            run = self.runs.live.get(run_uri)
+            if run is None or run["lifecycle"]["status"] != "pending":
+                continue
+            if (reason := limits.runs_refusal(owner, started, most)) is not None:
+                await self.runs.fail(run, reason, limits.RUN_LIMIT_ERROR)
+                continue
+            started += 1
             self.runs.begin(run_uri)
 
     async def _read_history(self, uri: str) -> None:
@@ -231,6 +251,21 @@ class Automations:
         """Why `principal` may not do `needed` to the automation: the grant, and whose it is."""
         return access.refusal(principal, Owned(uri, self.records[uri].get("owner", "")), needed)
 
+    def kept_refusal(self, owner: str, uri: str) -> str | None:
+        """Why `owner` may not keep the automation `uri` as a new one: the automations one
+        person may keep (limits.py). One kept already is no new one."""
+        if uri in self.records:
+            return None
+        kept = sum(1 for r in self.records.values() if r.get("owner") == owner)
+        return limits.kept_refusal(owner, kept, self.host.settings.automations_per_person)
+
+    async def _runs_started(self, owner: str, besides: list[str]) -> int:
+        """The runs `owner`'s automations started in the window (limits.py), `besides` left
+        out; none are counted where the window binds nobody."""
+        if not self.host.settings.automation_runs_per_hour or not limits.is_person(owner):
+            return 0
+        return await self.store.runs_started(owner, now_ms() - limits.WINDOW_MS, besides)
+
     def unoffered(self, principal: Principal, uri: str, operation: str) -> str | None:
         """The reference's refusal of an operation the principal's entry does not offer."""
         owner = str(self.records[uri].get("owner") or "")
@@ -266,7 +301,13 @@ class Automations:
         definition is said again."""
         if not uri.startswith(PREFIX) or len(uri) == len(PREFIX):
             return f"An automation's resource is {PREFIX}<id>, not {uri}"
+        if len(uri) > MAX_URI_LENGTH:
+            return f"An automation's resource is at most {MAX_URI_LENGTH} characters"
         if (reason := definitions.definition_problem(definition)) is not None:
+            return reason
+        if (reason := self._triggers_refusal(definition)) is not None:
+            return reason
+        if (reason := self.kept_refusal(owner, uri)) is not None:
             return reason
         if uri in self.records:
             if self.records[uri]["definition"] != definition:
@@ -296,12 +337,17 @@ class Automations:
         record = {**old, "definition": definitions.patched(old["definition"], changes)}
         if (reason := definitions.definition_problem(record["definition"])) is not None:
             return reason
+        if (reason := self._triggers_refusal(record["definition"])) is not None:
+            return reason
         record["modified_ms"] = now_ms()
         self._fresh(record, old)
         await self.store.save_automation(record)
         self.records[uri] = record
         self.say(uri)
         return None
+
+    def _triggers_refusal(self, definition: Any) -> str | None:
+        return limits.triggers_refusal(definition, self.host.settings.automation_triggers_max)
 
     async def remove(self, uri: str, *, say: bool = False) -> None:
         """Forget an automation and its runs: said by the client's automation/removed, or
@@ -322,10 +368,8 @@ class Automations:
         if not self.more.get(uri):
             return
         if cursor is not None and cursor != self.cursor(uri):
-            raise ProtocolError(
-                ErrorCode.INTERNAL_ERROR,
-                f"Automation run-history cursor is no longer available: {cursor}",
-            )
+            # The protocol's code for a bad pagination cursor, in the reference's words.
+            raise invalid_params(f"Automation run-history cursor is no longer available: {cursor}")
         self.pages[uri] += 1
         await self._read_history(uri)
         self.say(uri)
@@ -333,7 +377,11 @@ class Automations:
     async def run_now(self, principal: Principal, uri: str, request_id: str) -> str:
         """A manual run (runAutomation): the run this request made already, a run of the
         automation that has not ended, or a new one, kept before its session is made."""
-        # One press at a time: two at once would each find no unfinished run and make two.
+        if len(request_id) > MAX_ID_LENGTH:
+            # A run keeps its request's id, in a column this long.
+            raise invalid_params(f"runAutomation: requestId is at most {MAX_ID_LENGTH} characters")
+        # One press at a time: two at once would each find no unfinished run and make two, and
+        # each would find room in the window for one more.
         async with self._pressing:
             return await self._press(principal, uri, request_id)
 
@@ -342,7 +390,7 @@ class Automations:
             raise not_found(uri)
         # Refused first: a request asked again is no way round the grant.
         if (reason := self.unoffered(principal, uri, "run")) is not None:
-            raise ProtocolError(ErrorCode.INTERNAL_ERROR, reason)
+            raise ProtocolError(ErrorCode.PERMISSION_DENIED, reason)
         same = self.runs.by_request(request_id)
         if same is not None:
             if same["automation"] != uri:
@@ -351,6 +399,11 @@ class Automations:
         unfinished = [r for r in self.history.get(uri, []) if not self.runs.terminal(r["uri"])]
         if unfinished:
             return str(unfinished[0]["uri"])
+        owner = str(self.records[uri].get("owner") or "")
+        most = self.host.settings.automation_runs_per_hour
+        started = await self._runs_started(owner, [])
+        if (reason := limits.runs_refusal(owner, started, most)) is not None:
+            raise ProtocolError(ErrorCode.PERMISSION_DENIED, reason)
         fresh = {
             "uri": f"ahp-automation-run:/{uuid.uuid4()}",
             "automation": uri,

@@ -9,9 +9,18 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+import orjson
+
+from ...protocol.limits import MAX_ID_LENGTH
 from . import cron
 
 DEFINITION_KEYS = ("title", "message", "session", "enabled", "triggers", "disableConditions")
+#: A title as the store keeps it (automations.Automation.title, 512 characters).
+TITLE_MAX = 512
+#: A prompt's length: generous for a task's instructions, and what every run sends its agent.
+MESSAGE_TEXT_MAX = 10_000
+#: A definition whole, as JSON: every subscriber of the catalogue is sent every entry.
+DEFINITION_MAX_BYTES = 32 * 1024
 MISFIRE_POLICIES = ("skip", "runOnce")
 CONDITION_KINDS = ("afterRuns", "afterDate")
 
@@ -62,6 +71,9 @@ def _triggers_problem(triggers: Any) -> str | None:
         trigger_id = trigger.get("id")
         if not isinstance(trigger_id, str) or not trigger_id or trigger_id in ids:
             return "triggers: each trigger needs an id of its own"
+        if len(trigger_id) > MAX_ID_LENGTH:
+            # A run keeps the id of the trigger that fired it, in a column this long.
+            return f"triggers: a trigger's id is at most {MAX_ID_LENGTH} characters"
         ids.add(trigger_id)
         if trigger.get("kind") == "event":
             return f"triggers: event trigger type is not available here: {trigger.get('type')!r}"
@@ -112,17 +124,29 @@ def _customizations_problem(plugins: Any) -> str | None:
     return None
 
 
+def _title_problem(title: Any) -> str | None:
+    if not isinstance(title, str) or not title.strip():
+        return "title must be a non-empty string"
+    if len(title) > TITLE_MAX:
+        return f"title is {len(title)} characters, more than {TITLE_MAX}"
+    return None
+
+
+def _message_problem(message: Any) -> str | None:
+    if (
+        not isinstance(message, dict)
+        or not isinstance(message.get("text"), str)
+        or (message.get("origin") or {}).get("kind") != "automation"
+    ):
+        return "message must be a Message with a text whose origin kind is automation"
+    if len(message["text"]) > MESSAGE_TEXT_MAX:
+        return f"message.text is {len(message['text'])} characters, more than {MESSAGE_TEXT_MAX}"
+    return None
+
+
 _CHECKS = {
-    "title": lambda v: (
-        None if isinstance(v, str) and v.strip() else "title must be a non-empty string"
-    ),
-    "message": lambda v: (
-        None
-        if isinstance(v, dict)
-        and isinstance(v.get("text"), str)
-        and (v.get("origin") or {}).get("kind") == "automation"
-        else "message must be a Message with a text whose origin kind is automation"
-    ),
+    "title": _title_problem,
+    "message": _message_problem,
     "session": _session_problem,
     "enabled": lambda v: None if isinstance(v, bool) else "enabled must be a boolean",
     "triggers": _triggers_problem,
@@ -137,7 +161,15 @@ def definition_problem(definition: Any) -> str | None:
     for key in ("title", "message", "session", "enabled", "triggers"):
         if key not in definition:
             return f"definition.{key} is required"
-    return patch_problem(definition)
+    if (reason := patch_problem(definition)) is not None:
+        return reason
+    try:
+        size = len(orjson.dumps(definition))
+    except TypeError as exc:  # what REST's JSON parses and a client's never carries
+        return f"definition cannot be said to a client: {exc}"
+    if size > DEFINITION_MAX_BYTES:
+        return f"definition is {size} bytes as JSON, more than {DEFINITION_MAX_BYTES}"
+    return None
 
 
 def patch_problem(changes: Any) -> str | None:

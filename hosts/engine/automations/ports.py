@@ -35,6 +35,11 @@ class AutomationStore(Protocol):
 
     async def save_run(self, run: dict[str, Any]) -> None: ...
 
+    async def runs_started(self, owner: str, since_ms: int, besides: list[str]) -> int:
+        """How many runs of `owner`'s automations were made since `since_ms` (epoch ms), those
+        the runs window refused (limits.RUN_LIMIT_ERROR) and those in `besides` left out."""
+        ...
+
     async def fail_unfinished_runs(self, message: str) -> int:
         """Every run kept pending or running, failed with `message`; how many."""
         ...

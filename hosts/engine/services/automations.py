@@ -37,6 +37,9 @@ async def do_create_automation(
     uri = uri or f"ahp-automation:/{uuid.uuid4()}"
     if uri in automations.records:
         raise ProtocolError(ErrorCode.ALREADY_EXISTS, f"Automation already exists: {uri}")
+    # Asked first only to answer it as the refusal it is (403), not as a bad definition.
+    if (reason := automations.kept_refusal(caller.principal.ref, uri)) is not None:
+        raise ProtocolError(ErrorCode.PERMISSION_DENIED, reason)
     if (reason := await automations.create(caller.principal.ref, uri, definition)) is not None:
         raise invalid_params(reason)
     return seen_entry(caller.principal, automations.entry(uri))
