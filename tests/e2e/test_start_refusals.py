@@ -143,3 +143,11 @@ def test_an_unreachable_redis(migrated):
         "REDIS_URL",
         "127.0.0.1:1",
     )
+
+
+def test_a_sandbox_asked_for_that_cannot_start_stops_the_server(migrated, tmp_path):
+    # No bubblewrap on this PATH: asked for by name, the server does not start without it.
+    path = tmp_path / "bin"
+    path.mkdir()
+    env = {**migrated.env(), "AHPD_SANDBOX": "bwrap", "PATH": str(path)}
+    assert_refused(env, "AHPD_SANDBOX=bwrap", "bwrap is not installed")
