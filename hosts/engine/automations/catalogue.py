@@ -13,7 +13,6 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -26,6 +25,7 @@ from ..clock import iso, now_ms
 from ..host import Host
 from ..principal import Principal
 from . import definitions, limits
+from .operations import OPERATIONS, Owned, operations_for, seen_catalogue, seen_set
 from .ports import AutomationStore
 from .runs import Runs, run_state, summary
 from .schedule import iso_or_none, next_run_at
@@ -34,21 +34,9 @@ log = logging.getLogger("ahpd.automations")
 
 #: Runs an entry shows at first, and each fetchAutomationRuns adds.
 PAGE = 20
-#: What the catalogue holds on every entry; each principal is shown those of them their
-#: grants allow on it (`seen_entry`), and is refused the rest in the reference's words.
-OPERATIONS = ("update", "remove", "run")
 PREFIX = "ahp-automation:/"
 #: How a run the last process left unfinished reads back.
 INTERRUPTED = "The server stopped while this run was unfinished"
-
-
-@dataclass(slots=True)
-class Owned:
-    """An automation as access.py reads it: whose it is; automations are the host's scope."""
-
-    uri: str
-    owner: str
-    scope: str = ""
 
 
 # The reference's words, under the protocol's codes: VS Code's host answers each of these
@@ -67,28 +55,6 @@ def used_elsewhere(request_id: str) -> ProtocolError:
 def unavailable(operation: str, uri: str) -> str:
     """The reference host's refusal of an operation the principal's entry does not offer."""
     return f"Automation operation '{operation}' is not available: {uri}"
-
-
-def operations_for(principal: Principal, uri: str, owner: str) -> list[str]:
-    """The operations `principal` may do to the automation: the grant for each, and
-    others:work on someone else's (access.py), as a session of someone else's takes."""
-    owned = Owned(uri, owner)
-    return [op for op in OPERATIONS if access.refusal(principal, owned, f"automation:{op}") is None]
-
-
-def seen_entry(principal: Principal, entry: dict[str, Any]) -> dict[str, Any]:
-    """An entry as `principal` is shown it: with the operations they may do. Whose it is is
-    read off the entry itself, so a ringed automation/set replays as it was said."""
-    owner = str((entry.get("_meta") or {}).get("ahpd.owner") or "")
-    return {**entry, "operations": operations_for(principal, entry["resource"], owner)}
-
-
-def seen_set(principal: Principal, action: dict[str, Any]) -> dict[str, Any]:
-    return {**action, "automation": seen_entry(principal, action["automation"])}
-
-
-def seen_catalogue(principal: Principal, state: dict[str, Any]) -> dict[str, Any]:
-    return {**state, "entries": [seen_entry(principal, e) for e in state["entries"]]}
 
 
 class Automations:

@@ -9,7 +9,7 @@ from typing import Any, cast
 
 from ...protocol.errors import ErrorCode, ProtocolError, invalid_params
 from ..automations import Automations
-from ..automations.catalogue import seen_entry
+from ..automations.operations import seen_entry
 from ..host import Host
 from .caller import Caller
 
