@@ -59,6 +59,8 @@ def host_settings() -> HostSettings:
         sleep_after_s=settings.AHPD_SLEEP_AFTER_MINUTES * 60,
         session_residency_limit=settings.AHPD_SESSION_RESIDENCY_LIMIT,
         agents_per_person=settings.AHPD_AGENTS_PER_PERSON,
+        watches_per_person=settings.AHPD_WATCHES_PER_PERSON,
+        client_queues_total_bytes=settings.AHPD_CLIENT_QUEUES_TOTAL_BYTES,
         served_paths=tuple(settings.AHPD_PATHS),
         resource_read_limit=settings.AHPD_RESOURCE_READ_LIMIT_BYTES,
         attachment_fetch_limit=settings.AHPD_ATTACHMENT_FETCH_LIMIT_BYTES,
