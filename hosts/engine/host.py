@@ -75,6 +75,7 @@ class Host:
             replay_bytes=self.replay_bytes,
             queue_limit=settings.client_queue_bytes,
             told=grants.TOLD,
+            total_limit=settings.client_queues_total_bytes,
         )
         self.gate = Gate(directory or NoDirectory(), self.fanout)
         self.clients = Clients(settings.client_record_ttl_s)
