@@ -281,8 +281,8 @@ class Jail:
             arguments += ["--bind", str(folder), str(folder)]
         arguments += self._masks(hidden)
         run_env = dict(env)
-        for path in self._read_only(argv, env, needs, hidden):
-            arguments += ["--ro-bind", str(path), str(path)]
+        for what, where in self._read_only(argv, env, needs, hidden):
+            arguments += ["--ro-bind", str(what), str(where)]
         if home:
             kept = self.sandbox.home(self.person)
             inside = str(self.home_inside)
@@ -324,24 +324,29 @@ class Jail:
         env: Mapping[str, str],
         needs: Iterable[str],
         hidden: Sequence[Path],
-    ) -> list[Path]:
-        """What the command needs to start, read-only: its program and interpreter (a whole
-        virtualenv and the Python it was made from), the paths named, the operator's list."""
-        found: list[Path] = []
+    ) -> list[tuple[Path, Path]]:
+        """What the command needs to start, read-only, as (what, where) to bind: its program
+        and interpreter (a whole virtualenv and the Python it was made from), the paths named,
+        the operator's list; each at its real path, and at the path it was named by where a
+        link leads there (a virtualenv reached through a link is run by that name)."""
+        found: dict[Path, Path] = {}
         for path in (
             *needs_of(argv[0], env.get("PATH")),
             *(Path(p) for p in needs if os.path.isabs(p)),
             *self.sandbox.settings.read_only,
         ):
             real = Path(os.path.realpath(path))
-            if not real.exists() or _under_system(real):
+            named = Path(os.path.abspath(path))
+            if not real.exists():
                 continue
-            if any(real == h or real.is_relative_to(h) for h in hidden):
+            if any(p == h or p.is_relative_to(h) for h in hidden for p in (real, named)):
                 continue  # never, whoever names it
-            if any(real == f or real.is_relative_to(f) for f in self.folders):
-                continue  # there already, and writable
-            found.append(real)
-        return _outermost(found)
+            for where in (real, named):
+                if _under_system(where) or any(where.is_relative_to(f) for f in self.folders):
+                    continue  # there already (the system, or a working folder, writable)
+                found.setdefault(where, real)
+        kept = _outermost(found)
+        return [(found[where], where) for where in kept]
 
 
 def _runnable(command: str, cwd: Path | str, path_env: str | None) -> bool:

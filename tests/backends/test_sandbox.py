@@ -138,3 +138,20 @@ def test_a_sandboxed_process_has_no_capabilities_and_sees_only_its_own_processes
     caps, count = run(argv, env).stdout.split("\n")[:2]
     assert caps.split()[1] == "0000000000000000"
     assert int(count) < 6  # bubblewrap's init, the shell, its commands: not the host's
+
+
+@needs_bwrap
+def test_a_program_named_through_a_link_starts_by_that_name(tmp_path):
+    # A virtualenv reached through a link (a checkout's .venv linked to another's): the
+    # program is run by the name it was given, so that name must lead somewhere inside too.
+    linked = tmp_path / "linked-venv"
+    linked.symlink_to(Path(sys.prefix).resolve())
+    program = linked / "bin" / Path(sys.executable).name
+    jail = sandboxed(tmp_path).jail("user:ann", [tmp_path / "work"])
+    (tmp_path / "work").mkdir()
+    argv, env = jail.wrap(
+        [str(program), "-c", "import acp; print('started')"],
+        cwd=tmp_path / "work",
+        env={"PATH": "/usr/bin:/bin"},
+    )
+    assert run(argv, env).stdout.strip() == "started"
