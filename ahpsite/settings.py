@@ -84,6 +84,11 @@ for _variable, _key, _value in (
     # The default a push would be refused is refused here, by the rule a push is checked by.
     if (_problem := root_config.check_byte_bound(_key, _value)) is not None:
         raise EnvError(f"{_variable}: {_problem}, got {_value}")
+#: What all clients' queues may hold together; past it the clients furthest behind are closed
+#: as one past clientQueueBytes is (0: no bound).
+AHPD_CLIENT_QUEUES_TOTAL_BYTES = env_int(
+    "AHPD_CLIENT_QUEUES_TOTAL_BYTES", 256 * 1024 * 1024, minimum=0
+)
 #: The largest WebSocket message a client may send; a larger one is closed 1009. 64 MiB holds
 #: a file of attachmentFetchLimitBytes (32 MiB) sent back base64-encoded.
 AHPD_MAX_FRAME_BYTES = env_int("AHPD_MAX_FRAME_BYTES", 64 * 1024 * 1024, minimum=1024 * 1024)
@@ -101,6 +106,8 @@ AHPD_SLEEP_AFTER_MINUTES = env_float("AHPD_SLEEP_AFTER_MINUTES", 30.0)
 AHPD_SESSION_RESIDENCY_LIMIT = env_int("AHPD_SESSION_RESIDENCY_LIMIT", 10, minimum=0)
 #: How many agents one person's sessions may have at work at once; 0 sets no cap.
 AHPD_AGENTS_PER_PERSON = env_int("AHPD_AGENTS_PER_PERSON", 10, minimum=0)
+#: How many resource watches one person may hold open at once; 0 sets no cap.
+AHPD_WATCHES_PER_PERSON = env_int("AHPD_WATCHES_PER_PERSON", 32, minimum=0)
 
 # -- the sandbox people's processes run in (hosts/backends/sandbox.py) ------------------------
 #: bwrap: agents, their commands, terminals, `!` commands and the host's git for a session run

@@ -54,6 +54,8 @@ class AhpConsumer(AsyncConsumer):
     def _let_go(self) -> None:
         if self.connection is not None and self.router is not None:
             self.router.host.disconnect(self.connection)
+        if isinstance(transport := getattr(self.connection, "transport", None), _SocketTransport):
+            transport.forget_unsent()
         self.connection = None
 
     async def dispatch(self, message: dict[str, Any]) -> None:
@@ -162,6 +164,11 @@ class _SocketTransport:
             drop(abort=True)
         else:
             await self.close(1013, "too far behind; reconnect")
+
+    def forget_unsent(self) -> None:
+        """The socket is gone: what it was still owed is let go at once."""
+        if self._wire is not None:
+            self._wire.forget_unsent()
 
     def buffered(self) -> int | None:
         return self._wire.held() if self._wire is not None else None

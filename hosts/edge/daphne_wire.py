@@ -134,6 +134,18 @@ class DaphneWire:
             return 0
         return len(tcp.dataBuffer) - tcp.offset + tcp._tempDataLen
 
+    def forget_unsent(self) -> None:
+        """The connection is gone: drop what Twisted still holds for it. A closed transport
+        sits in a reference cycle with its protocol until the collector's next full pass,
+        and with it everything a slow reader was owed (up to clientQueueBytes each)."""
+        tcp = self.tcp
+        if tcp is None:
+            return
+        tcp.dataBuffer = b""
+        tcp.offset = 0
+        tcp._tempDataBuffer = []
+        tcp._tempDataLen = 0
+
     def write(self, data: bytes) -> bool:
         """Write whole frames; False when the connection is not open (nothing written)."""
         tcp, sock = self.tcp, self.sock

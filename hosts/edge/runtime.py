@@ -63,6 +63,8 @@ def host_settings() -> HostSettings:
         automation_triggers_max=settings.AHPD_AUTOMATION_TRIGGERS_MAX,
         automations_per_person=settings.AHPD_AUTOMATIONS_PER_PERSON,
         automation_runs_per_hour=settings.AHPD_AUTOMATION_RUNS_PER_HOUR,
+        watches_per_person=settings.AHPD_WATCHES_PER_PERSON,
+        client_queues_total_bytes=settings.AHPD_CLIENT_QUEUES_TOTAL_BYTES,
         served_paths=tuple(settings.AHPD_PATHS),
         resource_read_limit=settings.AHPD_RESOURCE_READ_LIMIT_BYTES,
         attachment_fetch_limit=settings.AHPD_ATTACHMENT_FETCH_LIMIT_BYTES,

@@ -31,6 +31,9 @@ class Connection:
     subscriptions: dict[str, Channel] = field(default_factory=dict)
     outbox: deque[str] = field(default_factory=deque)
     outbox_bytes: int = 0
+    #: What this connection held behind when last sent to (its outbox and its socket's
+    #: buffer): its part of the fan-out's running total of queued bytes.
+    queued: int = 0
 
     @property
     def ready(self) -> bool:

@@ -26,6 +26,7 @@ from ..protocol.uris import canonical
 from .channel import Channel
 from .clock import now_ms
 from .connection import Connection
+from .malloc_trim import MemoryReturn
 from .ports import Transport
 from .replay import Entry, ReplayRing, View, seen
 
@@ -46,11 +47,20 @@ class Fanout:
         replay_bytes: Callable[[], int],
         queue_limit: int,
         told: Mapping[str, str],
+        total_limit: int = 0,
+        give_back: MemoryReturn | None = None,
     ) -> None:
         self.server_seq = 0
         self.ring = ReplayRing(replay_count, replay_bytes)
         #: A client this many bytes behind is dropped (0: no bound). Root config moves it.
         self.queue_limit = queue_limit
+        #: What every client's queue may hold together (0: no bound); past it the clients
+        #: furthest behind are dropped (AHPD_CLIENT_QUEUES_TOTAL_BYTES).
+        self.total_limit = total_limit
+        #: The running total: each connection's `queued` as last seen, summed as it moves.
+        self.queued_total = 0
+        #: Gives the memory dropped clients held back to the system, once they are gone.
+        self._give_back = give_back if give_back is not None else MemoryReturn()
         #: What a connection must hold to be told an action of a type, where anything.
         self._told = told
         #: How a principal is shown an action, by type, and a channel's state, by kind (the
@@ -82,6 +92,7 @@ class Fanout:
         if self._flusher is not None:
             self._flusher.cancel()
             self._flusher = None
+        self._give_back.stop()
 
     def on_left(self, listener: LeftListener) -> None:
         self._left_listeners.append(listener)
@@ -133,7 +144,12 @@ class Fanout:
         conn.closed = True
         conn.outbox.clear()
         conn.outbox_bytes = 0
+        self.queued_total -= conn.queued
+        conn.queued = 0
         self._dirty.pop(conn, None)
+        # What it held (its socket's buffer, its queue) is freed as the socket goes: the
+        # allocator is asked to hand it back to the system, not to keep it for the next.
+        self._give_back.soon()
         watched = list(conn.subscriptions.values())
         for channel in watched:
             channel.subscribers.pop(conn, None)
@@ -153,6 +169,8 @@ class Fanout:
             owed = list(conn.outbox)
             conn.outbox.clear()
             conn.outbox_bytes = 0
+            self.queued_total -= conn.queued
+            conn.queued = 0
             self._dirty.pop(conn, None)
             conn.closed = True
             try:
@@ -319,18 +337,30 @@ class Fanout:
         """
         size = len(text)
         limit = self.queue_limit
+        total_limit = self.total_limit
         dirty = self._dirty
         self.deliveries += len(conns)
         one = [text]
         for conn in conns:
             if conn.closed:
                 continue
-            if limit:
+            if limit or total_limit:
                 behind = conn.outbox_bytes + (conn.transport.buffered() or 0)
                 # A client that has taken everything is never behind, whatever one frame weighs.
-                if behind and behind + size > limit:
+                if limit and behind and behind + size > limit:
                     self._drop_slow(conn, behind)
                     continue
+                if total_limit:
+                    # One addition to the running total: what this client holds now, this frame
+                    # with it when it waits behind others (with nothing behind, it goes
+                    # straight to the socket).
+                    held = behind + size if behind else 0
+                    self.queued_total += held - conn.queued
+                    conn.queued = held
+                    if behind and self.queued_total > total_limit:
+                        self._over_total()
+                        if conn.closed:
+                            continue
             if not conn.outbox:
                 try:
                     if conn.transport.write_now(one):
@@ -344,16 +374,43 @@ class Fanout:
         if dirty:
             self._flush_wanted.set()
 
-    def _drop_slow(self, conn: Connection, behind: int) -> None:
+    def _over_total(self) -> None:
+        """The running total passed AHPD_CLIENT_QUEUES_TOTAL_BYTES: count again what each
+        client holds (the total has each as last sent to, and a reader may have caught up
+        since), and drop the clients furthest behind until the rest fit. Off the hot path: it
+        runs only while the total is past the bound."""
+        total = 0
+        for conn in self._connections:
+            conn.queued = conn.outbox_bytes + (conn.transport.buffered() or 0)
+            total += conn.queued
+        self.queued_total = total
+        if total <= self.total_limit:
+            return
+        for conn in sorted(self._connections, key=lambda c: c.queued, reverse=True):
+            if self.queued_total <= self.total_limit or not conn.queued:
+                break
+            self._drop_slow(conn, conn.queued, past_total=True)
+
+    def _drop_slow(self, conn: Connection, behind: int, *, past_total: bool = False) -> None:
         """Close a client that stopped reading; it comes back with `reconnect`."""
         self.queue_drops += 1
-        log.warning(
-            "closing client %s (%s): %d bytes behind, past clientQueueBytes %d",
-            conn.client_id,
-            conn.peer,
-            behind,
-            self.queue_limit,
-        )
+        if past_total:
+            log.warning(
+                "closing client %s (%s): %d bytes behind, the furthest behind while all "
+                "clients' queues together passed AHPD_CLIENT_QUEUES_TOTAL_BYTES %d",
+                conn.client_id,
+                conn.peer,
+                behind,
+                self.total_limit,
+            )
+        else:
+            log.warning(
+                "closing client %s (%s): %d bytes behind, past clientQueueBytes %d",
+                conn.client_id,
+                conn.peer,
+                behind,
+                self.queue_limit,
+            )
         self.disconnect(conn)
         # Aborted rather than closed: a close frame would wait behind everything the client
         # has not read, and the point is to stop holding that.

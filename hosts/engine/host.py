@@ -33,12 +33,14 @@ from .clients import Clients
 from .clock import now_ms
 from .connection import Connection
 from .fanout import Fanout
+from .folder_watchers import FolderWatchers
 from .gate import Gate
 from .host_settings import HostSettings as HostSettings
 from .placement import HereOnly, Placement, Relay
 from .ports import Store, Transport
 from .principal import USERS_RESOURCE_METADATA, Directory, NoDirectory, Principal
 from .principal import root as principal_root
+from .resources import watches
 from .resources.served import Served
 from .resources.watches import Watches
 from .sessions import Presence, Residency, Sessions, Turns
@@ -74,6 +76,7 @@ class Host:
             replay_bytes=self.replay_bytes,
             queue_limit=settings.client_queue_bytes,
             told=grants.TOLD,
+            total_limit=settings.client_queues_total_bytes,
         )
         self.gate = Gate(directory or NoDirectory(), self.fanout)
         self.clients = Clients(settings.client_record_ttl_s)
@@ -93,7 +96,17 @@ class Host:
                 *((settings.state_dir,) if settings.state_dir is not None else ()),
             ),
         )
-        self.watches = Watches(self.fanout, self.served, self.asks, settings.presence_grace_s)
+        #: The OS's watches over folders, one per folder, shared by every watch channel and
+        #: changeset over it.
+        self.folder_watchers = FolderWatchers(watches.BATCH_MS)
+        self.watches = Watches(
+            self.fanout,
+            self.served,
+            self.asks,
+            settings.presence_grace_s,
+            folders=self.folder_watchers,
+            per_person=settings.watches_per_person,
+        )
         self.gate.watch_owner = self.watches.refusal
         #: Each session's uncommitted changes, where it works in git.
         self.changesets = Changesets(
@@ -106,6 +119,7 @@ class Host:
                 if settings.state_dir is not None
                 else None
             ),
+            folders=self.folder_watchers,
         )
         self.sessions.catalogue_of = self.changesets.catalogue
         self.sessions.on_activity = self.changesets.activity
@@ -257,6 +271,7 @@ class Host:
         await self.sessions.shutdown()
         await self.watches.stop()
         await self.changesets.stop()
+        self.folder_watchers.stop()
         await self.residency.drain()
         await self.writes.stop()
         self.fanout.stop()

@@ -46,6 +46,12 @@ class HostSettings:
     #: Runs one person's automations may start in a rolling hour
     #: (AHPD_AUTOMATION_RUNS_PER_HOUR); 0 sets no bound.
     automation_runs_per_hour: int = 60
+    #: How many resource watches one person may hold open (AHPD_WATCHES_PER_PERSON); 0 sets
+    #: no cap.
+    watches_per_person: int = 32
+    #: What every client's queue may hold together, in bytes (AHPD_CLIENT_QUEUES_TOTAL_BYTES):
+    #: past it the clients furthest behind are closed; 0 sets no bound.
+    client_queues_total_bytes: int = 256 * root_config.MIB
     #: How long a stop waits for clients to answer its close frame before going on.
     close_wait_s: float = 5.0
     #: The folders served (AHPD_PATHS); none: the directory the server started in.

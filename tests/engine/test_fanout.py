@@ -7,6 +7,7 @@ from typing import Any
 
 from hosts.engine.channel import Channel
 from hosts.engine.fanout import Fanout
+from hosts.engine.malloc_trim import MemoryReturn
 from hosts.engine.principal import Principal
 from hosts.engine.replay import seen
 from hosts.protocol.uris import ROOT_URI
@@ -212,4 +213,68 @@ async def test_a_viewed_action_is_held_whole_and_told_to_each_principal_as_they_
     assert entry.viewed and '"activeSessions":4' in entry.envelope
     told = seen(entry.envelope, Principal("user:d", ("file:read",)), core.action_views)
     assert '"activeSessions":0' in told and '"serverSeq":1' in told
+    core.stop()
+
+
+async def test_past_the_total_bound_the_clients_furthest_behind_are_dropped():
+    core = fanout(total_limit=1000)
+    core.start()
+    root = core.open(Channel(ROOT_URI, "root", dict(ROOT_STATE)))
+    furthest_conn, furthest = watcher(core, root, "furthest")
+    behind_conn, behind = watcher(core, root, "behind")
+    _, reading = watcher(core, root, "reading")
+    furthest.held, behind.held = 700, 400
+    core.emit(root, {"type": "root/activeSessionsChanged", "activeSessions": 1})
+    await drained(core)
+    # Together past the bound: the one furthest behind goes, and the rest fit.
+    assert furthest.aborted and furthest_conn.closed
+    assert not behind.aborted and not behind_conn.closed
+    assert len(reading.sent) == 1 and len(behind.sent) == 1
+    assert core.queue_drops == 1
+    core.stop()
+
+
+async def test_a_client_that_caught_up_since_is_not_counted_against_the_others():
+    core = fanout(total_limit=1000)
+    core.start()
+    root = core.open(Channel(ROOT_URI, "root", dict(ROOT_STATE)))
+    other = core.open(Channel("ahp-session:/other", "session", {}))
+    was_behind_conn, was_behind = watcher(core, root, "was-behind")
+    behind_conn, behind = watcher(core, other, "behind")
+    was_behind.held = 900
+    core.emit(root, {"type": "root/activeSessionsChanged", "activeSessions": 1})
+    await drained(core)
+    # It caught up, and is sent nothing more: the total still has it 900 behind, until the
+    # total past the bound is counted again.
+    was_behind.held, behind.held = 0, 500
+    core.emit(other, {"type": "session/titleChanged", "title": "x"}, reduce_state=False)
+    await drained(core)
+    assert not was_behind_conn.closed and not behind_conn.closed
+    assert core.queued_total == 500
+    # A client gone takes its part away.
+    core.disconnect(behind_conn)
+    assert core.queued_total == 0
+    core.stop()
+
+
+async def test_memory_is_given_back_once_however_many_clients_go_at_once():
+    trimmed = asyncio.Event()
+    calls: list[int] = []
+    loop = asyncio.get_running_loop()
+
+    def trim(pad: int) -> int:
+        calls.append(pad)
+        loop.call_soon_threadsafe(trimmed.set)
+        return 1
+
+    core = fanout(give_back=MemoryReturn(every_s=3600, trim=trim))
+    core.start()
+    root = core.open(Channel(ROOT_URI, "root", dict(ROOT_STATE)))
+    conns = [watcher(core, root, f"c{n}")[0] for n in range(3)]
+    for conn in conns:
+        core.disconnect(conn)
+    await asyncio.wait_for(trimmed.wait(), 10)
+    await drained(core)
+    # The first close trims at once; the next waits out the hour, whatever closes meanwhile.
+    assert calls == [0]
     core.stop()

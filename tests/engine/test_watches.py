@@ -5,18 +5,24 @@ watch over a client's files asks that client, and lets go of its channel when re
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from hosts.engine.asks import Asks
+from hosts.engine.changesets import watching
 from hosts.engine.channel import Channel
 from hosts.engine.clients import Clients
 from hosts.engine.fanout import Fanout
+from hosts.engine.folder_watchers import FolderWatchers, Notifier
 from hosts.engine.resources.served import Served
 from hosts.engine.resources.watches import Watches
 from hosts.protocol import jsonrpc
+from hosts.protocol.errors import ProtocolError
 from tests.engine.test_fanout import drained, fanout, watcher
 from tests.support.transport import FakeTransport
 
@@ -65,12 +71,22 @@ class Registry:
     watches: Watches
 
 
-def registry(folder: Path, clock: Clock) -> Registry:
+def registry(
+    folder: Path, clock: Clock, per_person: int = 0, folders: FolderWatchers | None = None
+) -> Registry:
     core = fanout()
     core.start()
     clients = Clients(ttl_s=300)
     asks = Asks(core, clients)
-    watches = Watches(core, Served([folder]), asks, GRACE_S, later=clock.later)
+    watches = Watches(
+        core,
+        Served([folder]),
+        asks,
+        GRACE_S,
+        later=clock.later,
+        folders=folders,
+        per_person=per_person,
+    )
     return Registry(core, clients, asks, watches)
 
 
@@ -171,3 +187,111 @@ async def test_a_released_client_watch_lets_go_of_the_clients_channel(tmp_path):
     # Released, the client's envelopes on its channel are nobody's to take.
     assert not made.asks.took_action(laptop, {"channel": "theirs", "action": {}})
     await made.watches.stop()
+
+
+async def test_a_person_past_the_cap_is_refused_naming_the_setting(tmp_path):
+    clock = Clock()
+    made = registry(tmp_path, clock, per_person=2)
+    first = await made.watches.create({"uri": tmp_path.as_uri()}, "user:a")
+    await made.watches.create({"uri": tmp_path.as_uri(), "recursive": True}, "user:a")
+    with pytest.raises(ProtocolError) as refused:
+        await made.watches.create(
+            {"uri": (tmp_path / ".").as_uri(), "excludes": {"items": ["x"]}}, "user:a"
+        )
+    assert refused.value.code == -32009
+    assert refused.value.message == (
+        "user:a already holds 2 resource watches, the most one person may hold "
+        "(AHPD_WATCHES_PER_PERSON=2): unsubscribe from one (a watch nobody subscribes to is "
+        "let go 30 s later)"
+    )
+    # A watch they hold already is theirs to ask for again; another person holds their own.
+    assert await made.watches.create({"uri": tmp_path.as_uri()}, "user:a") == first
+    other = await made.watches.create(
+        {"uri": tmp_path.as_uri(), "excludes": {"items": ["b"]}}, "user:b"
+    )
+    # Subscribing to a watch someone else made counts too, and is refused past the cap.
+    channel = made.core.channel(other)
+    assert channel is not None
+    said = made.watches.refusal("user:a", channel)
+    assert said is not None and "AHPD_WATCHES_PER_PERSON=2" in said.message
+    assert made.watches.refusal("user:b", channel) is None
+    # Let go after the grace, a person's watches are theirs to make again.
+    await clock.pass_grace()
+    await made.watches.create({"uri": tmp_path.as_uri(), "excludes": {"items": ["x"]}}, "user:a")
+    await made.watches.stop()
+
+
+class Refusing:
+    """Makes no OS watch: the system is out of inotify instances."""
+
+    def __init__(self) -> None:
+        self.asked = 0
+
+    def __call__(self, folder: Path, recursive: bool) -> Notifier:
+        self.asked += 1
+        raise RuntimeError("Error creating recommended watcher: Too many open files (os error 24)")
+
+
+async def test_a_watch_the_system_refuses_fails_its_subscribe_in_one_line(tmp_path, caplog):
+    clock = Clock()
+    refusing = Refusing()
+    made = registry(tmp_path, clock, folders=FolderWatchers(100, make=refusing))
+    uri = await made.watches.create({"uri": tmp_path.as_uri()}, "user:a")
+    channel = made.core.channel(uri)
+    assert channel is not None
+    watcher(made.core, channel, "a")
+    with caplog.at_level(logging.WARNING, "ahpd.engine"), pytest.raises(ProtocolError) as refused:
+        await made.watches.attached(uri)
+    assert refused.value.code == -32603
+    assert refused.value.message.startswith(f"Cannot watch {tmp_path.as_uri()}: the system")
+    [line] = caplog.records
+    assert line.levelno == logging.WARNING and line.exc_info is None
+    assert "Too many open files" in line.getMessage()
+    assert made.watches.folders.count == 0 and made.watches.watching == 0
+    # The next subscriber asks the system again.
+    watcher(made.core, channel, "b")
+    with pytest.raises(ProtocolError):
+        await made.watches.attached(uri)
+    assert refusing.asked == 2
+    await made.watches.stop()
+
+
+async def test_a_changeset_the_system_will_not_watch_is_said_once_and_still_ready(tmp_path, caplog):
+    folders = FolderWatchers(100, make=Refusing())
+    for _ in range(2):
+        ready = asyncio.Event()
+        with caplog.at_level(logging.INFO, "ahpd.engine"):
+            await watching.watch(folders, tmp_path, asyncio.Event(), (), lambda: None, ready)
+        assert ready.is_set()
+    [line] = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert "read when a turn ends or a client asks" in line.getMessage()
+    assert line.exc_info is None
+    assert folders.count == 0
+
+
+async def test_watches_over_one_folder_share_one_os_watch_until_the_last_goes(tmp_path):
+    folders = FolderWatchers(100)
+    heard: list[str] = []
+    both = asyncio.Event()
+
+    def hearing(name: str) -> Callable[[Any], None]:
+        def heard_it(changes: Any) -> None:
+            heard.append(name)
+            if len(heard) == 2:
+                both.set()
+
+        return heard_it
+
+    (tmp_path / "inner").mkdir()
+    outer = await folders.listen(tmp_path, True, hearing("outer"))
+    inner = await folders.listen(tmp_path / "inner", False, hearing("inner"))
+    flat = await folders.listen(tmp_path, False, lambda changes: None)
+    assert folders.count == 1 and inner.watcher is outer.watcher is flat.watcher
+    (tmp_path / "inner" / "made.txt").write_text("x")
+    await asyncio.wait_for(both.wait(), 10)
+    assert sorted(heard) == ["inner", "outer"]
+    folders.stop_listening(outer)
+    folders.stop_listening(flat)
+    assert folders.count == 1
+    folders.stop_listening(inner)
+    assert folders.count == 0

@@ -28,6 +28,7 @@ from typing import Any
 from ...protocol.errors import ErrorCode, ProtocolError, invalid_params
 from ..channel import Channel
 from ..fanout import Fanout
+from ..folder_watchers import FolderWatchers
 from ..sessions.live import LiveChat, LiveSession
 from ..sessions.records import SessionRecord
 from . import git, scopes, watching
@@ -75,8 +76,11 @@ class Changesets:
         save: Callable[[LiveSession], None],
         grace_s: float,
         kept: Kept | None = None,
+        folders: FolderWatchers | None = None,
     ) -> None:
         self.fanout = fanout
+        #: The OS watches, shared with the resource watches over the same folders.
+        self.folders = folders if folders is not None else FolderWatchers(BATCH_MS)
         #: Where trees are kept for folders outside any git tree; None: those have none.
         self.kept = kept
         self._session_of = session_of
@@ -294,10 +298,10 @@ class Changesets:
     async def _watch(self, changeset: Changeset) -> None:
         ours = self.kept.private if self.kept is not None else ()
         await watching.watch(
+            self.folders,
             changeset.folder,
             changeset.stop_watching,
             ours,
-            BATCH_MS,
             lambda: self.nudge(changeset),
             changeset.watching,
         )

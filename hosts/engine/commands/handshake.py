@@ -45,6 +45,18 @@ def _replayable(host: Host, conn: Connection, entry: Entry, watched: set[str]) -
     return readable(principal, kind_of(entry.channel) or "session")
 
 
+async def _watched(host: Host, channel: Channel) -> bool:
+    """Whether a resource watch's OS watch is in place before a handshake subscribes to it:
+    one the system refuses is left out (missing, to a reconnect), never joined and silent."""
+    if channel.kind != "resourceWatch":
+        return True
+    try:
+        await host.watches.ready(channel.uri)
+    except ProtocolError:
+        return False
+    return True
+
+
 def _snapshot_bytes(host: Host, channels: list[Channel]) -> int:
     return sum(len(orjson.dumps(channel.state)) for channel in channels)
 
@@ -121,6 +133,8 @@ async def initialize(host: Host, conn: Connection, params: dict[str, Any]) -> di
         channel = host.fanout.channel(uri)
         if channel is None or not host.gate.may_watch(conn.principal, channel):
             continue
+        if not await _watched(host, channel):
+            continue
         host.fanout.subscribe(conn, channel)
         snapshots.append(host.snapshot(conn, channel))
     result: dict[str, Any] = {
@@ -168,7 +182,11 @@ async def reconnect(host: Host, conn: Connection, params: dict[str, Any]) -> dic
     for uri in subscriptions:
         await host.wake(uri)
         channel = host.fanout.channel(uri)
-        if channel is None or not host.gate.may_watch(conn.principal, channel):
+        if (
+            channel is None
+            or not host.gate.may_watch(conn.principal, channel)
+            or not await _watched(host, channel)
+        ):
             missing.append(uri)
         else:
             found.append(channel)
