@@ -8,11 +8,8 @@ outside, written outside or removed outside, whatever the timing.
 
 from __future__ import annotations
 
-import ctypes
-import os
 import stat
 import tempfile
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -21,6 +18,7 @@ import pytest
 from hosts.engine.resources import files
 from hosts.engine.resources.served import Served
 from hosts.protocol.errors import ProtocolError
+from tests.support.swaps import link_swapping
 
 #: Enough tries that the swap is met mid-operation many times: the code before the walk read
 #: about 1 file in 1,000 from outside here.
@@ -42,46 +40,11 @@ def outside() -> Iterator[Path]:
         yield folder
 
 
-_libc = ctypes.CDLL(None, use_errno=True)
-_AT_FDCWD = -100
-_RENAME_EXCHANGE = 2
-
-
-def exchange(a: Path, b: Path) -> None:
-    """Two names swapped in one step (renameat2 RENAME_EXCHANGE), as an attacker swaps them:
-    at every moment one of them is the folder and the other the link, never neither."""
-    if _libc.renameat2(_AT_FDCWD, bytes(a), _AT_FDCWD, bytes(b), _RENAME_EXCHANGE) != 0:
-        error = ctypes.get_errno()
-        raise OSError(error, os.strerror(error))
-
-
-def swapping(
-    sub: Path, outside: Path
-) -> tuple[threading.Event, threading.Thread, Callable[[], None]]:
-    """A thread that swaps the folder `sub` for a symlink to `outside` and back, until told."""
-    stop = threading.Event()
-    link = sub.with_name(sub.name + ".link")
-    if not link.is_symlink():
-        link.symlink_to(outside)
-
-    def run() -> None:
-        while not stop.is_set():
-            exchange(sub, link)
-
-    def stopped() -> None:
-        if sub.is_symlink():
-            exchange(sub, link)
-
-    thread = threading.Thread(target=run, daemon=True)
-    return stop, thread, stopped
-
-
 def raced(sub: Path, outside: Path, attempt: Callable[[int], object]) -> list[object]:
     """`attempt` made ATTEMPTS times while `sub` is swapped for a link to `outside`; what each
     answered (its result, or the protocol error it was refused with)."""
-    stop, thread, stopped = swapping(sub, outside)
+    swapping = link_swapping(sub, outside).start()
     answers: list[object] = []
-    thread.start()
     try:
         for n in range(ATTEMPTS):
             try:
@@ -89,9 +52,7 @@ def raced(sub: Path, outside: Path, attempt: Callable[[int], object]) -> list[ob
             except ProtocolError as error:
                 answers.append(error)
     finally:
-        stop.set()
-        thread.join()
-        stopped()
+        swapping.stop()
     return answers
 
 
