@@ -29,7 +29,7 @@ from .. import asks, meter
 from ..changesets import files as changeset_files
 from ..connection import Connection
 from ..host import Host
-from ..resources import files
+from ..resources import copies, files
 
 log = logging.getLogger("ahpd.engine")
 
@@ -165,7 +165,7 @@ async def _copy_or_move(
     source = host.served.named(source_uri, method)
     target = host.served.named(target_uri, method)
     await asyncio.to_thread(
-        files.copy_or_move,
+        copies.copy_or_move,
         host.served,
         source,
         target,
