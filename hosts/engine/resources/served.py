@@ -63,6 +63,8 @@ class Served:
             raise invalid_params(f"{method}: only file: URIs are served here, not {uri}")
         if parts.netloc not in ("", "localhost") or _ENCODED_HAZARD.search(parts.path):
             raise permission_denied(uri)
+        if "\0" in parts.path:
+            raise invalid_params(f"{method}: {uri} holds a NUL, which no path holds")
         path = Path(unquote(parts.path))
         if not path.is_absolute():
             raise invalid_params(f"{method}: {uri} names no absolute path")
