@@ -137,6 +137,7 @@ def walk(
         names = list(path.parts)
     pending = names[::-1]
     links = 0
+    made: set[Path] = set()
     name: str | None = None
     found: os.stat_result | None = None
     try:
@@ -159,11 +160,13 @@ def walk(
                 if last:
                     name, found = step, None
                     break
-                if making is None or not holds(real / step):
+                if making is None or not holds(real / step) or real / step in made:
+                    # (One made here and gone again is not made again: someone is racing.)
                     raise _missing(real / step, pending, holds) from None
                 making(real / step)
                 with suppress(FileExistsError):
                     os.mkdir(step, 0o777, dir_fd=folder)
+                made.add(real / step)
                 pending.append(step)
                 continue
             mode = os.fstat(child).st_mode

@@ -197,3 +197,18 @@ def test_a_write_is_made_beside_its_target_and_keeps_its_mode(served):
     assert target.read_text() == "#!/bin/sh\necho hi\n"
     assert stat.S_IMODE(target.stat().st_mode) == 0o750
     assert [p.name for p in served.iterdir()] == ["script.sh"]
+
+
+def test_folders_made_through_a_link_out_are_refused_before_any_is_made(served, outside):
+    (served / "way-out").symlink_to(outside)
+    fence = Served([served])
+    deep = served / "way-out" / "new" / "deeper"
+
+    with pytest.raises(ProtocolError) as refused:
+        files.mkdir(fence, deep, deep.as_uri(), admin=True)
+
+    assert refused.value.code == -32009
+    assert sorted(p.name for p in outside.iterdir()) == ["f.txt"]
+    made = served / "made" / "here"
+    files.mkdir(fence, made, made.as_uri(), admin=True)
+    assert made.is_dir()
