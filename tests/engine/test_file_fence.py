@@ -212,3 +212,23 @@ def test_folders_made_through_a_link_out_are_refused_before_any_is_made(served, 
     made = served / "made" / "here"
     files.mkdir(fence, made, made.as_uri(), admin=True)
     assert made.is_dir()
+
+
+def test_a_watch_root_is_walked_and_a_change_through_a_link_out_is_not_admitted(served, outside):
+    (served / "src").mkdir()
+    (served / "alias").symlink_to("src")
+    (served / "way-out").symlink_to(outside)
+    fence = Served([served])
+
+    assert fence.walked((served / "alias").as_uri(), "createResourceWatch") == served / "src"
+    for uri, code in (
+        ((served / "way-out").as_uri(), -32009),
+        ((served / "gone").as_uri(), -32008),
+    ):
+        with pytest.raises(ProtocolError) as refused:
+            fence.walked(uri, "createResourceWatch")
+        assert refused.value.code == code
+    assert fence.admits(served / "src" / "new.txt")
+    assert fence.admits(served / "removed-folder" / "old.txt")
+    assert not fence.admits(served / "way-out" / "f.txt")
+    assert not fence.admits(outside / "f.txt")
