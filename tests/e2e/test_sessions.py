@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import tempfile
 import uuid
 from pathlib import Path
@@ -780,6 +781,8 @@ async def test_attachments_reach_the_model_inlined_or_as_images(server, connect,
     await client.initialize()
     _, chat = await new_session(client, workdir)
     (workdir / "plan.md").write_text("step one, step two")
+    pipe = workdir / f"pipe-{uuid.uuid4().hex[:6]}"
+    os.mkfifo(pipe)
     png = bytes([0x89, 0x50, 0x4E, 0x47, 0, 1, 2, 3])
     action = turn("what do these say?")
     action["message"]["attachments"] = [
@@ -791,6 +794,7 @@ async def test_attachments_reach_the_model_inlined_or_as_images(server, connect,
             "contentType": "image/png",
         },
         {"type": "resource", "uri": "file:///etc/passwd", "label": "passwd"},
+        {"type": "resource", "uri": pipe.as_uri(), "label": "pipe"},
     ]
     await client.dispatch_and_wait(chat, action)
     end = await client.wait_action(ended(chat, action["turnId"]), timeout=30)
@@ -802,9 +806,11 @@ async def test_attachments_reach_the_model_inlined_or_as_images(server, connect,
     # Outside the fence: named, never read.
     assert "[attached: passwd (file:///etc/passwd), not read by the host]" in text["text"]
     assert "root:" not in text["text"]
+    # A named pipe is never opened to be waited on: named, and the turn goes on.
+    assert f"[attached: pipe ({pipe.as_uri()}), not read by the host]" in text["text"]
     assert image["image_url"]["url"] == "data:image/png;base64," + base64.b64encode(png).decode()
     kept = client.tracked[chat][0]["turns"][-1]["message"]["attachments"]
-    assert [a["label"] for a in kept] == ["plan.md", "dot.png", "passwd"]
+    assert [a["label"] for a in kept] == ["plan.md", "dot.png", "passwd", "pipe"]
 
 
 async def test_a_session_naming_no_folder_works_in_the_first_served_folder(server, connect):

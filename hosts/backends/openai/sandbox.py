@@ -10,12 +10,24 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from stat import S_IMODE, S_ISDIR, S_ISREG
 from typing import Any
 
 from hosts.backends.fence import Fence
+from hosts.backends.fence_walk import (
+    NotRegular,
+    Outside,
+    Place,
+    entries,
+    kind_of,
+    read_regular,
+    replace,
+    write_all,
+)
 from hosts.backends.process import host_env, start_command, stop_group
 from hosts.backends.sandbox import Jail
 
@@ -77,7 +89,8 @@ class Sandbox:
         return folder
 
     def _resolve(self, raw: str) -> Path:
-        """The path a call names, only if it lies inside a working folder."""
+        """The path a call names, only if it lies inside a working folder (a check; the work
+        walks it again, `_place`)."""
         base = self._folder()
         if not raw.strip() or "\0" in raw:
             raise ToolError(f"{raw!r} is not a usable path.")
@@ -88,36 +101,63 @@ class Sandbox:
             )
         return target
 
+    @contextmanager
+    def _place(self, raw: str, *, making: bool = False) -> Iterator[Place]:
+        """Where a call's path leads, walked inside the folders and held while it is worked
+        on, with what goes wrong on the way said to the model."""
+        self._resolve(raw)
+        try:
+            with self.fence.place(raw, making=(lambda real: None) if making else None) as place:
+                yield place
+        except Outside:
+            raise ToolError(
+                f"{raw} is outside the working folder {self._folder()}; only paths inside it "
+                "may be used."
+            ) from None
+        except NotRegular as error:
+            raise ToolError(f"{raw} is {error.kind}; only regular files are used.") from None
+        except FileNotFoundError:
+            raise ToolError(f"{raw} does not exist.") from None
+        except NotADirectoryError:
+            raise ToolError(f"{raw} is not a folder.") from None
+        except IsADirectoryError:
+            raise ToolError(f"{raw} is a folder; use list_directory.") from None
+
     def _read_file(self, raw: str) -> Outcome:
-        path = self._resolve(raw)
-        if not path.exists():
-            raise ToolError(f"{raw} does not exist.")
-        if path.is_dir():
-            raise ToolError(f"{raw} is a folder; use list_directory.")
-        with path.open("rb") as handle:
-            data = handle.read(READ_CAP + 1)
+        with self._place(raw) as place:
+            data = read_regular(place, READ_CAP + 1)
         text = data[:READ_CAP].decode("utf-8", errors="replace")
         if len(data) > READ_CAP:
             text += f"\n[... cut after {READ_CAP} bytes]"
-        return Outcome(f"Read {self.fence.shown(path)}", text, text)
+        return Outcome(f"Read {self.fence.shown(place.real)}", text, text)
 
     def _list_directory(self, raw: str) -> Outcome:
-        path = self._resolve(raw)
-        if not path.is_dir():
-            raise ToolError(f"{raw} is not a folder.")
-        names = sorted(entry.name + ("/" if entry.is_dir() else "") for entry in path.iterdir())
+        with self._place(raw) as place:
+            if place.found is None or not S_ISDIR(place.found.st_mode):
+                raise ToolError(f"{raw} is not a folder.")
+            found = entries(place, self.fence.holds)
+        names = [name + ("/" if is_dir else "") for name, is_dir in found]
         listing = "\n".join(names[:LIST_CAP])
         if len(names) > LIST_CAP:
             listing += f"\n[... and {len(names) - LIST_CAP} more]"
-        shown = self.fence.shown(path)
+        shown = self.fence.shown(place.real)
         return Outcome(f"Listed {shown} ({len(names)} entries)", listing, listing or "(empty)")
 
     def _write_file(self, raw: str, content: str) -> Outcome:
-        path = self._resolve(raw)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(content, encoding="utf-8")
-        size = len(content.encode("utf-8"))
-        message = f"Wrote {size} bytes to {self.fence.shown(path)}"
+        data = content.encode("utf-8")
+
+        def fill(descriptor: int) -> int:
+            write_all(descriptor, data, 0)
+            return len(data)
+
+        with self._place(raw, making=True) as place:
+            was = place.found
+            if was is not None and S_ISDIR(was.st_mode):
+                raise ToolError(f"{raw} is a folder; only files are written.")
+            if was is not None and not S_ISREG(was.st_mode):
+                raise NotRegular(kind_of(was.st_mode), place.real)
+            replace(place, fill, S_IMODE(was.st_mode) if was is not None else 0o644)
+        message = f"Wrote {len(data)} bytes to {self.fence.shown(place.real)}"
         return Outcome(message, "", message)
 
     async def _run_command(self, command: str, cwd: Path) -> Outcome:

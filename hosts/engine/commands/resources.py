@@ -2,18 +2,18 @@
 and the before side of a changeset's files (`ahpd-git:`, read from git inside the fence),
 and the `usage:` and `policy:` URIs the meter serves (hosts/engine/meter.py).
 
-Each command checks its params, finds the path inside the fence (resources/served.py, -32009
-`Permission denied: <uri>` outside it), and runs the file work off the event loop every client
-shares (resources/files.py). What each needs is in the command table (`file:get` ...).
+Each command checks its params and the URI (resources/served.py), and runs the file work off
+the event loop every client shares (resources/files.py), which walks the path inside the fence
+(-32009 `Permission denied: <uri>` outside it) and works on what it walked to. What each needs
+is in the command table (`file:get` ...); inside a `.git` folder only a host-wide admin
+writes.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
 from ...protocol.errors import invalid_params
@@ -29,8 +29,7 @@ from .. import asks, meter
 from ..changesets import files as changeset_files
 from ..connection import Connection
 from ..host import Host
-from ..resources import files
-from ..resources.served import permission_denied
+from ..resources import copies, files
 
 log = logging.getLogger("ahpd.engine")
 
@@ -87,8 +86,8 @@ async def resource_read(host: Host, conn: Connection, params: dict[str, Any]) ->
         path = host.served.path_of(named.as_uri(), "resourceRead")
         data = await host.changesets.before(path, commit, uri, limit)
         return files.encoded(data, path, encoding)
-    path = host.served.path_of(uri, "resourceRead")
-    return await asyncio.to_thread(files.read, path, uri, encoding, limit)
+    path = host.served.named(uri, "resourceRead")
+    return await asyncio.to_thread(files.read, host.served, path, uri, encoding, limit)
 
 
 async def resource_write(host: Host, conn: Connection, params: dict[str, Any]) -> dict[str, Any]:
@@ -103,9 +102,10 @@ async def resource_write(host: Host, conn: Connection, params: dict[str, Any]) -
     create_only = optional_bool(params, method, "createOnly")
     if_match = optional_str(params, method, "ifMatch")
     content = files.decoded(data, encoding)
-    path = host.served.path_of(uri, method)
+    path = host.served.named(uri, method)
     await asyncio.to_thread(
         files.write,
+        host.served,
         path,
         uri,
         content,
@@ -113,66 +113,66 @@ async def resource_write(host: Host, conn: Connection, params: dict[str, Any]) -
         mode=mode,
         position=position,
         if_match=if_match,
+        admin=conn.principal.admin,
     )
     return {}
 
 
 async def resource_list(host: Host, conn: Connection, params: dict[str, Any]) -> dict[str, Any]:
     uri = required_str(params, "resourceList", "uri")
-    path = host.served.path_of(uri, "resourceList")
-
-    def shown(child: Path) -> bool:
-        # What the fence keeps out is not listed either (a link leading out, the data dir).
-        return host.served.holds(Path(os.path.realpath(child)))
-
-    return await asyncio.to_thread(files.listing, path, uri, shown)
+    path = host.served.named(uri, "resourceList")
+    return await asyncio.to_thread(files.listing, host.served, path, uri)
 
 
 async def resource_resolve(host: Host, conn: Connection, params: dict[str, Any]) -> dict[str, Any]:
     uri = required_str(params, "resourceResolve", "uri")
     follow = optional_bool(params, "resourceResolve", "followSymlinks", default=True)
-    path = host.served.path_of(uri, "resourceResolve", follow=follow)
-    canonical = path.as_uri() if follow else uri
-    return await asyncio.to_thread(files.resolve, path, uri, canonical)
+    path = host.served.named(uri, "resourceResolve")
+    return await asyncio.to_thread(files.resolve, host.served, path, uri, follow=follow)
 
 
 async def resource_mkdir(host: Host, conn: Connection, params: dict[str, Any]) -> dict[str, Any]:
     uri = required_str(params, "resourceMkdir", "uri")
-    path = host.served.path_of(uri, "resourceMkdir")
-    await asyncio.to_thread(files.mkdir, path, uri)
+    path = host.served.named(uri, "resourceMkdir")
+    await asyncio.to_thread(files.mkdir, host.served, path, uri, admin=conn.principal.admin)
     return {}
 
 
 async def resource_delete(host: Host, conn: Connection, params: dict[str, Any]) -> dict[str, Any]:
     uri = required_str(params, "resourceDelete", "uri")
     recursive = optional_bool(params, "resourceDelete", "recursive")
-    path = _not_a_root(host, uri, "resourceDelete")
-    await asyncio.to_thread(files.delete, path, uri, recursive=recursive)
+    path = host.served.named(uri, "resourceDelete")
+    await asyncio.to_thread(
+        files.delete, host.served, path, uri, recursive=recursive, admin=conn.principal.admin
+    )
     return {}
 
 
 async def resource_copy(host: Host, conn: Connection, params: dict[str, Any]) -> dict[str, Any]:
-    return await _copy_or_move(host, params, "resourceCopy", move=False)
+    return await _copy_or_move(host, conn, params, "resourceCopy", move=False)
 
 
 async def resource_move(host: Host, conn: Connection, params: dict[str, Any]) -> dict[str, Any]:
-    return await _copy_or_move(host, params, "resourceMove", move=True)
+    return await _copy_or_move(host, conn, params, "resourceMove", move=True)
 
 
 async def _copy_or_move(
-    host: Host, params: dict[str, Any], method: str, *, move: bool
+    host: Host, conn: Connection, params: dict[str, Any], method: str, *, move: bool
 ) -> dict[str, Any]:
     source_uri = required_str(params, method, "source")
     target_uri = required_str(params, method, "destination")
     fail = optional_bool(params, method, "failIfExists")
-    source = (
-        _not_a_root(host, source_uri, method)
-        if move
-        else host.served.path_of(source_uri, method, follow=False)
-    )
-    target = _not_a_root(host, target_uri, method)
+    source = host.served.named(source_uri, method)
+    target = host.served.named(target_uri, method)
     await asyncio.to_thread(
-        files.copy_or_move, source, target, (source_uri, target_uri), move=move, fail=fail
+        copies.copy_or_move,
+        host.served,
+        source,
+        target,
+        (source_uri, target_uri),
+        move=move,
+        fail=fail,
+        admin=conn.principal.admin,
     )
     return {}
 
@@ -192,15 +192,6 @@ async def resource_request(host: Host, conn: Connection, params: dict[str, Any])
     write = optional_bool(params, "resourceRequest", "write")
     log.info("%s asked for %s access to %s", conn.principal.ref, "write" if write else "read", uri)
     return {}
-
-
-def _not_a_root(host: Host, uri: str, method: str) -> Path:
-    """The path of a URI that is no served folder itself (which nothing deletes, moves or
-    overwrites); the link itself, where it is one."""
-    path = host.served.path_of(uri, method, follow=False)
-    if host.served.is_root(path) or host.served.is_root(Path(os.path.realpath(path))):
-        raise permission_denied(uri)
-    return path
 
 
 #: The resource family this host serves, with what each needs; a client's own files (of the

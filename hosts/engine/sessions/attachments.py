@@ -16,9 +16,11 @@ import binascii
 import logging
 from collections.abc import Mapping
 from dataclasses import replace
+from stat import S_ISREG
 from typing import Any
 
 from ...backends.base import Attachment, TurnRequest
+from ...backends.fence_walk import NotRegular, Outside, read_regular, walk
 from ...protocol.errors import ProtocolError
 from ..asks import Asks, client_uri
 from ..resources.files import content_type
@@ -106,14 +108,17 @@ class Attachments:
             kind = sent.get("contentType")
             return replace(left_as_sent, mime=kind if isinstance(kind, str) and kind else None)
         try:
-            path = self._served.path_of(uri, "attachment")
-            if not path.is_file() or path.stat().st_size > self._limit:
-                return left_as_sent
-            data = path.read_bytes()
-        except (ProtocolError, OSError) as error:
+            # Walked inside the fence and read through what the walk opened; only a regular
+            # file, opened without waiting (a named pipe attached holds up no turn).
+            with walk(self._served.named(uri, "attachment"), self._served.holds) as place:
+                found = place.found
+                if found is None or not S_ISREG(found.st_mode) or found.st_size > self._limit:
+                    return left_as_sent
+                data = read_regular(place, self._limit + 1)
+        except (ProtocolError, Outside, NotRegular, OSError) as error:
             log.info("attachment %s left as sent: %s", uri, error)
             return left_as_sent
-        guess = sent.get("contentType") or content_type(path)
+        guess = sent.get("contentType") or content_type(place.real)
         return self._content(label, uri, data, guess)
 
     def _content(self, label: str, uri: str | None, data: bytes, mime: Any) -> Attachment:
