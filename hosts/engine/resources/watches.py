@@ -258,9 +258,11 @@ class Watches:
             self._check_cap(who, uri)
             self._open_client(uri, state, client_id)
         else:
-            root = self._served.path_of(state["root"], "createResourceWatch")
-            if not root.exists():
-                raise ProtocolError(ErrorCode.NOT_FOUND, f"Resource not found: {state['root']}")
+            # Walked name by name, every link judged by the host (fence_walk): what is watched
+            # is what was judged, not what a link swapped in later names. -32008 for nothing.
+            root = await asyncio.to_thread(
+                self._served.walked, state["root"], "createResourceWatch"
+            )
             self._check_cap(who, uri)
             self._open(uri, state, root)
         self._made_by.setdefault(uri, set()).add(who)
@@ -317,11 +319,10 @@ class Watches:
                 self._open_client(uri, state, named[0])
             return
         try:
-            root = self._served.path_of(state["root"], "subscribe")
+            root = self._served.walked(state["root"], "subscribe")
         except ProtocolError:
             return
-        if root.exists():
-            self._open(uri, state, root)
+        self._open(uri, state, root)
 
     def _open(self, uri: str, state: dict[str, Any], root: Path) -> None:
         if uri not in self._watches:
