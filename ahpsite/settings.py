@@ -268,7 +268,7 @@ else:
             "CONN_HEALTH_CHECKS": True,
             # WAL: readers never wait on the write-behind, and a commit is one fsync.
             # IMMEDIATE: a transaction takes the write lock as it begins, so a second writer
-            # (the meter's own thread beside the engine's) waits out the timeout for it; a
+            # (one of the engine's database threads beside another) waits out the timeout for it; a
             # deferred one that read first fails at once, "database is locked", when another
             # wrote in between.
             "OPTIONS": {

@@ -10,20 +10,19 @@ import json
 from typing import Any
 
 from django import forms
-from django.contrib import admin, messages
+from django.contrib import admin
 from django.contrib.admin.options import csrf_protect_m
 from django.contrib.admin.utils import quote
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
-from hosts.edge import runtime
-from hosts.engine.services.calls import perform
-from hosts.protocol.errors import ProtocolError
-from hosts.store import person_signed_in
+from hosts.admin_engine_calls import admin_does
 
 from .models import Automation, AutomationRun
 from .run_usage import described, usage_of_run
+
+NOT_KEPT = "Not kept: "
 
 EXAMPLE = {
     "title": "Nightly triage",
@@ -115,24 +114,19 @@ class AutomationAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     def enabled(self, row: Automation) -> bool:
         return bool(row.definition.get("enabled"))
 
-    def _engine_does(self, request: HttpRequest, service: str, **args: Any) -> Any:
-        """The service's answer, or None with the engine's refusal said on the page."""
-        principal = person_signed_in(request.user)  # type: ignore[arg-type]
-        try:
-            answer = runtime.call_engine(lambda host: perform(host, service, principal, **args))
-        except ProtocolError as error:
-            messages.error(request, f"Not kept: {error.message}")
-            return None
-        return {} if answer is None else answer
-
     def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
         definition = json.loads(json.dumps(form.cleaned_data["definition"]))
         if change:
-            self._engine_does(request, "update_automation", uri=obj.uri, changes=definition)
-        else:
-            uri = form.cleaned_data.get("uri") or None
-            entry = self._engine_does(request, "create_automation", definition=definition, uri=uri)
-            obj.uri = entry["resource"] if entry else ""
+            answer = admin_does(
+                request, "update_automation", refused=NOT_KEPT, uri=obj.uri, changes=definition
+            )
+            obj.kept = answer is not None
+            return
+        uri = form.cleaned_data.get("uri") or None
+        entry = admin_does(
+            request, "create_automation", refused=NOT_KEPT, definition=definition, uri=uri
+        )
+        obj.uri = entry["resource"] if entry else ""
         obj.kept = bool(obj.uri) and Automation.objects.filter(uri=obj.uri).exists()
 
     def response_add(self, request: HttpRequest, obj: Any, post_url_continue: Any = None) -> Any:
@@ -140,11 +134,23 @@ class AutomationAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
             return HttpResponseRedirect(request.path)  # the refusal is on the page
         return super().response_add(request, obj, post_url_continue)
 
+    def response_change(self, request: HttpRequest, obj: Any) -> Any:
+        if not obj.kept:
+            return HttpResponseRedirect(request.path)  # the refusal is on the page
+        return super().response_change(request, obj)
+
     def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
         return None  # runs are the engine's; nothing of them is edited here
 
+    def construct_change_message(
+        self, request: HttpRequest, form: Any, formsets: Any, add: bool = False
+    ) -> list[dict[str, Any]]:
+        # Of the definition alone: the runs' formset saved nothing (save_related), so it has
+        # no new, changed or deleted objects to name (Django's own would fail on them, 500).
+        return super().construct_change_message(request, form, [], add)
+
     def delete_model(self, request: HttpRequest, obj: Any) -> None:
-        self._engine_does(request, "remove_automation", uri=obj.uri)
+        admin_does(request, "remove_automation", refused="Not removed: ", uri=obj.uri)
 
 
 @admin.register(AutomationRun)

@@ -15,7 +15,7 @@ from hosts.engine.automations.schedule import Plan, iso_or_none, plan
 from hosts.engine.clock import iso
 from hosts.engine.principal import Principal
 from hosts.store import person_signed_in
-from hosts.store.engine_store import db_call
+from hosts.store.engine_database import db_call
 
 from .models import Automation, AutomationRun
 
@@ -217,51 +217,45 @@ def _load_run(uri: str) -> dict[str, Any] | None:
     return run_record(row) if row is not None else None
 
 
-def _db(function: Any) -> Any:
-    """`function` on a thread of its own (db_call's own_thread): a REST request or the admin
-    holds asgiref's one thread while it waits on the engine, so an automation read or write
-    the engine made there would wait on the request waiting on it, until call_engine's
-    timeout answered the request 500."""
-    return db_call(function, own_thread=True)
-
-
 class DjangoAutomationStore:
     async def load_automations(self) -> list[dict[str, Any]]:
-        return await _db(lambda: [automation_record(r) for r in Automation.objects.all()])()
+        return await db_call(lambda: [automation_record(r) for r in Automation.objects.all()])()
 
     async def load_automation(self, uri: str) -> dict[str, Any] | None:
-        return await _db(_load_automation)(uri)
+        return await db_call(_load_automation)(uri)
 
     async def save_automation(self, record: dict[str, Any]) -> None:
-        await _db(_save_automation)(record)
+        await db_call(_save_automation)(record)
 
     async def delete_automation(self, uri: str) -> None:
-        await _db(lambda: Automation.objects.filter(uri=uri).delete())()
+        await db_call(lambda: Automation.objects.filter(uri=uri).delete())()
 
     async def load_runs(self, automation: str, limit: int) -> list[dict[str, Any]]:
         def load() -> list[dict[str, Any]]:
             rows = AutomationRun.objects.filter(automation_id=automation).order_by("-created_ms")
             return [run_record(r) for r in rows[:limit]]
 
-        return await _db(load)()
+        return await db_call(load)()
 
     async def load_run(self, uri: str) -> dict[str, Any] | None:
-        return await _db(_load_run)(uri)
+        return await db_call(_load_run)(uri)
 
     async def add_run(self, run: dict[str, Any]) -> dict[str, Any]:
-        return await _db(add_run_row)(run)
+        return await db_call(add_run_row)(run)
 
     async def save_run(self, run: dict[str, Any]) -> None:
-        await _db(lambda: AutomationRun.objects.filter(uri=run["uri"]).update(**_run_fields(run)))()
+        await db_call(
+            lambda: AutomationRun.objects.filter(uri=run["uri"]).update(**_run_fields(run))
+        )()
 
     async def runs_started(self, owner: str, since_ms: int, besides: list[str]) -> int:
-        return await _db(runs_started)(owner, since_ms, besides)
+        return await db_call(runs_started)(owner, since_ms, besides)
 
     async def fail_unfinished_runs(self, message: str) -> int:
-        return await _db(fail_unfinished)(message)
+        return await db_call(fail_unfinished)(message)
 
     async def claim_due(self, now: datetime) -> list[tuple[str, list[str]]]:
-        return await _db(claim_due)(now)
+        return await db_call(claim_due)(now)
 
     async def owner_principal(self, ref: str) -> Principal | None:
-        return await _db(_owner_principal)(ref)
+        return await db_call(_owner_principal)(ref)

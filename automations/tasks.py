@@ -1,5 +1,6 @@
 """The Celery task beat fires every few seconds: claim the due runs, and ask the server to
-start them through the channel layer (the engine reads ENGINE_CHANNEL; relay.py).
+start them through the engine client (from a worker: over the channel layer to the server's
+engine; hosts/edge/engine_client.py).
 
 Nothing is claimed unless the server answers first: a due time claimed while no server runs
 would be a pending run nobody starts, failed at the server's next start (a pending run then
@@ -13,13 +14,10 @@ from __future__ import annotations
 import logging
 from datetime import UTC, datetime
 
-from asgiref.sync import async_to_sync
 from celery import shared_task
-from channels.layers import get_channel_layer
 from django.conf import settings
 
-from hosts.edge.relay import LayerRelay
-from hosts.edge.runtime import ENGINE_CHANNEL
+from hosts.edge import engine_client
 from hosts.engine.principal import root
 from hosts.protocol.errors import ProtocolError
 
@@ -36,26 +34,23 @@ CLAIMED_TIMEOUT_S = 30.0
 @shared_task(name="automations.tasks.fire_due_automations", ignore_result=True)
 def fire_due_automations() -> int:
     """Claim what is due now (each due time once, whoever else claims it) and have the
-    engine start it; how many runs the engine took."""
-    layer = get_channel_layer()
-    if layer is None:
-        log.error("no channel layer: due automations are left for a server that can be told")
-        return 0
+    engine start it, through the engine client; how many runs the engine took."""
     principal = root(settings.AHPD_HOST_NAME)
     try:
-        async_to_sync(LayerRelay(layer, timeout_s=HERE_TIMEOUT_S).call)(
-            ENGINE_CHANNEL, "automations_here", principal, {}
-        )
-    except ProtocolError as exc:
-        log.warning("no automation claimed: the server did not answer (%s)", exc.message)
+        engine_client.perform("automations_here", principal, timeout=HERE_TIMEOUT_S)
+    except (ProtocolError, engine_client.EngineUnavailable) as exc:
+        log.warning("no automation claimed: the server did not answer (%s)", exc)
         return 0
-    relay = LayerRelay(layer, timeout_s=CLAIMED_TIMEOUT_S)
     taken = 0
     for uri, runs in claim_due(datetime.now(UTC)):
         # Each on its own: one the server was slow to take leaves the others to be told.
         try:
-            async_to_sync(relay.call)(
-                ENGINE_CHANNEL, "automation_claimed", principal, {"automation": uri, "runs": runs}
+            engine_client.perform(
+                "automation_claimed",
+                principal,
+                timeout=CLAIMED_TIMEOUT_S,
+                automation=uri,
+                runs=runs,
             )
         except Exception:
             log.exception(

@@ -1,7 +1,8 @@
 """The admin's session page, live: the turns running in the session now (status, what they
 said so far, who sent them, how long they have run), read from the engine every two seconds,
 with Cancel and Dispose buttons that ask the engine through the same services the socket and
-the REST API use (engine/services/calls.py), as the signed-in person, with their grants."""
+the REST API use (engine/services/calls.py), through the engine client, as the signed-in
+person, with their grants."""
 
 from __future__ import annotations
 
@@ -14,12 +15,10 @@ from django.template import engines
 from django.urls import URLPattern, path, reverse
 from django.utils.safestring import mark_safe
 
-from .edge import runtime
+from .admin_engine_calls import admin_does
+from .edge import engine_client, runtime
 from .engine.figures import RunningTurn, running_turns
 from .engine.host import Host
-from .engine.services.calls import perform
-from .protocol.errors import ProtocolError
-from .store import person_signed_in
 
 #: How often the page reads the running turns again.
 REFRESH_MS = 2000
@@ -62,13 +61,17 @@ def read_running(uri: str) -> list[RunningTurn]:
     async def read(host: Host) -> list[RunningTurn]:
         return running_turns(host, uri)
 
-    return runtime.call_engine(read)
+    return engine_client.read(read, what="the running turns")
 
 
 def running_table(uri: str) -> str:
     if not runtime.engine_started():
         return "<p>The engine does not run in this process: no turn runs here.</p>"
-    return engines["django"].from_string(RUNNING_TABLE).render({"turns": read_running(uri)})
+    try:
+        turns = read_running(uri)
+    except engine_client.EngineUnavailable as error:
+        return engines["django"].from_string("<p>{{ error }}</p>").render({"error": str(error)})
+    return engines["django"].from_string(RUNNING_TABLE).render({"turns": turns})
 
 
 class LiveSessionAdmin:
@@ -123,7 +126,7 @@ class LiveSessionAdmin:
         back = self._url("change", obj)
         if request.method != "POST":
             return HttpResponseRedirect(back)
-        done = self._engine_does(request, "cancel_session", obj.pk)
+        done = admin_does(request, "cancel_session", uri=obj.pk)
         if done is not None:
             stopped = ", ".join(done["cancelled"])
             messages.success(request, f"Stopped {stopped} for every client.")
@@ -134,19 +137,9 @@ class LiveSessionAdmin:
         back = self._url("change", obj)
         if request.method != "POST":
             return HttpResponseRedirect(back)
-        if self._engine_does(request, "dispose_session", obj.pk) is None:
+        if admin_does(request, "dispose_session", uri=obj.pk) is None:
             return HttpResponseRedirect(back)
         messages.success(request, f"Disposed of {obj.pk} for every client.")
         return HttpResponseRedirect(
             reverse(f"admin:{self.opts.app_label}_{self.opts.model_name}_changelist")
         )
-
-    def _engine_does(self, request: HttpRequest, service: str, uri: str) -> Any:
-        """The service's answer, or None with the engine's refusal said on the page."""
-        principal = person_signed_in(request.user)  # type: ignore[arg-type]
-        try:
-            answer = runtime.call_engine(lambda host: perform(host, service, principal, uri=uri))
-        except ProtocolError as error:
-            messages.error(request, error.message)
-            return None
-        return {} if answer is None else answer

@@ -1,7 +1,8 @@
 """The engine's usage meter over the ORM (hosts/engine/meter.py's port), and the `usage:` and
 `policy:` schemes it serves over the resource family.
 
-Every call runs on the ORM's thread (hosts.store.engine_store.db_call), never on the loop.
+Every call runs on the engine's database executor (hosts/store/engine_database.py), never on
+the loop, nor on the thread a request holds.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from django.conf import settings
 from hosts.engine.meter import Admission, Use, Work
 from hosts.engine.principal import Principal
 from hosts.protocol.errors import ErrorCode, ProtocolError, invalid_params
-from hosts.store.engine_store import db_call
+from hosts.store.engine_database import db_call
 
 from . import ledger, policy_rows, reading
 from .decide import PolicyError
@@ -28,13 +29,13 @@ class DjangoMeter:
         self.per_report = settings.AHPD_USAGE_PER == "report"
 
     async def check_session(self, work: Work) -> str | None:
-        return await db_call(ledger.check_session, own_thread=True)(work)
+        return await db_call(ledger.check_session)(work)
 
     async def admit_turn(self, work: Work) -> Admission:
-        return await db_call(ledger.admit_turn, own_thread=True)(work)
+        return await db_call(ledger.admit_turn)(work)
 
     async def record(self, use: Use) -> str | None:
-        return await db_call(ledger.write_record, own_thread=True)(use)
+        return await db_call(ledger.write_record)(use)
 
     async def resource(
         self, principal: Principal, method: str, uri: str, data: Any = None, **options: Any

@@ -20,7 +20,7 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
-from ..edge import door, runtime
+from ..edge import door, engine_client
 from ..engine.figures import Figures, figures
 from ..engine.host import Host
 from .auth import bearer_token, principal_for
@@ -108,7 +108,11 @@ def metrics(request: HttpRequest) -> HttpResponse:
             f"{principal.ref} may not {GRANT} here\n", status=403, content_type="text/plain"
         )
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(FiguresCollector(read_figures()))
+    try:
+        read = read_figures()
+    except engine_client.EngineUnavailable as error:
+        return HttpResponse(f"{error}\n", status=503, content_type="text/plain")
+    registry.register(FiguresCollector(read))
     return HttpResponse(generate_latest(registry), content_type=CONTENT_TYPE_LATEST)
 
 
@@ -118,4 +122,4 @@ def read_figures() -> Figures:
     async def read(host: Host) -> Figures:
         return figures(host)
 
-    return runtime.call_engine(read)
+    return engine_client.read(read, what="the figures")

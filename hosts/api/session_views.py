@@ -15,10 +15,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from ..edge import runtime
+from ..edge import engine_client
 from ..engine import access
 from ..engine.principal import Principal
-from ..engine.services.calls import perform
 from ..models import StoredChat as StoredChatModel
 from ..models import StoredSession, StoredTurn
 from ..protocol.errors import ErrorCode, ProtocolError
@@ -164,14 +163,23 @@ class EngineRefused(exceptions.APIException):
         self.status_code = _STATUS.get(error.code, status.HTTP_400_BAD_REQUEST)
 
 
+class EngineDidNotAnswer(exceptions.APIException):
+    """The engine did not answer within the engine client's timeout: 503, saying so."""
+
+    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+
+
 def engine_does(request: Request, service: str, **args: Any) -> Any:
-    """Run a service as the request's principal, on the engine that holds its session; a
-    refusal is answered in the engine's words, with the HTTP status its code maps to."""
+    """Run a service as the request's principal through the engine client, on the engine that
+    holds its session; a refusal is answered in the engine's words, with the HTTP status its
+    code maps to, and an engine that did not answer in time as 503."""
     principal = _principal(request)
     try:
-        return runtime.call_engine(lambda host: perform(host, service, principal, **args))
+        return engine_client.perform(service, principal, **args)
     except ProtocolError as error:
         raise EngineRefused(error) from None
+    except engine_client.EngineUnavailable as error:
+        raise EngineDidNotAnswer(str(error)) from None
 
 
 def _body(

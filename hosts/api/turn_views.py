@@ -10,12 +10,13 @@ from rest_framework import generics, serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from ..edge import runtime
+from ..edge import engine_client
 from ..engine import access
 from ..engine.figures import every_running_turn
 from ..engine.host import Host
 from ..engine.principal import Principal
 from .auth import ApiUser
+from .session_views import EngineDidNotAnswer
 
 
 class RunningTurnSerializer(serializers.Serializer):  # type: ignore[type-arg]
@@ -56,5 +57,9 @@ class RunningTurnsView(generics.ListAPIView):
         user = request.user
         assert isinstance(user, ApiUser)
         # Read once, in one step on the engine's loop: the count and the page agree.
-        page = self.paginate_queryset(runtime.call_engine(_running_for(user.principal)))
+        try:
+            running = engine_client.read(_running_for(user.principal), what="the running turns")
+        except engine_client.EngineUnavailable as error:
+            raise EngineDidNotAnswer(str(error)) from None
+        page = self.paginate_queryset(running)
         return self.get_paginated_response(self.get_serializer(page, many=True).data)

@@ -54,6 +54,10 @@ def principal_from_json(data: dict[str, Any]) -> Principal:
     )
 
 
+class NoAnswer(ProtocolError):
+    """The engine called did not answer within the relay's timeout."""
+
+
 class LayerRelay:
     def __init__(self, layer: Layer, timeout_s: float = 60.0) -> None:
         self._layer = layer
@@ -78,8 +82,9 @@ class LayerRelay:
         try:
             reply = await asyncio.wait_for(self._layer.receive(reply_to), self._timeout_s)
         except TimeoutError:
-            raise ProtocolError(
-                ErrorCode.INTERNAL_ERROR, f"{service}: engine {engine} did not answer in time"
+            raise NoAnswer(
+                ErrorCode.INTERNAL_ERROR,
+                f"{service}: engine {engine} did not answer within {self._timeout_s:g} s",
             ) from None
         error = reply.get("error")
         if error is not None:

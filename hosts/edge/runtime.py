@@ -1,7 +1,8 @@
 """The process's one engine: made on first use, started inside the serving event loop.
 
-Other processes (a Celery task, a management command) reach it through the channel layer, on
-the named channel ENGINE_CHANNEL, never by touching sockets.
+The Django side reaches it through the engine client (engine_client.py): on its loop from this
+process, through the channel layer (the named channel ENGINE_CHANNEL) from a Celery worker,
+never by touching sockets.
 """
 
 from __future__ import annotations
@@ -10,10 +11,9 @@ import asyncio
 import gc
 import logging
 import threading
-from collections.abc import Awaitable, Callable
 from functools import cache
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from channels.layers import get_channel_layer
 from django.conf import settings
@@ -26,6 +26,7 @@ from ..engine.host import Host, HostSettings
 from ..engine.router import Router
 from ..engine.terminals import TerminalSettings
 from ..store import DjangoDirectory, DjangoStore
+from ..store.engine_database import close_connections_async
 from . import relay
 
 log = logging.getLogger("ahpd.runtime")
@@ -38,8 +39,6 @@ _inbox: asyncio.Task[None] | None = None
 #: The loop the engine runs on (daphne's, or a thread of its own for a process with none).
 _loop: asyncio.AbstractEventLoop | None = None
 _loop_lock = threading.Lock()
-
-T = TypeVar("T")
 
 
 def host_settings() -> HostSettings:
@@ -166,27 +165,10 @@ async def _start_automations(host: Host) -> None:
         host.automations.start_scheduler(settings.AHPD_AUTOMATION_TICK_SECONDS)
 
 
-def call_engine(work: Callable[[Host], Awaitable[T]], timeout: float = 60.0) -> T:
-    """Run `work` with the engine, on the engine's loop, from a thread that is not on it.
-
-    A synchronous view (the REST API) calls this: under daphne the engine runs on daphne's
-    loop; in a process without one (a management command, a test) it is started on a thread.
-    """
-
-    async def run() -> T:
-        return await work(await get_host())
-
-    loop = _loop if _loop is not None else _engine_thread()
-    try:
-        running = asyncio.get_running_loop()
-    except RuntimeError:
-        running = None
-    if running is loop:
-        raise RuntimeError("call_engine from the engine's own loop would wait on itself")
-    return asyncio.run_coroutine_threadsafe(run(), loop).result(timeout)
-
-
-def _engine_thread() -> asyncio.AbstractEventLoop:
+def engine_loop() -> asyncio.AbstractEventLoop:
+    """The loop this process's engine runs on: daphne's under `serve`; in a process with none
+    (a shell, a test) one on a thread of its own, its engine started there now. The engine
+    client (engine_client.py) is what calls it."""
     global _loop
     with _loop_lock:
         if _loop is None:
@@ -208,6 +190,9 @@ async def shutdown() -> None:
         if _host.automations is not None:
             _host.automations.stop()
         await _host.stop()
+    # What the engine's database threads hold goes with it (a test's database is dropped
+    # next; a server's process ends).
+    await close_connections_async()
 
 
 async def _read_inbox(host: Host, channel: str = ENGINE_CHANNEL) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import logging
 from collections.abc import Awaitable, Callable
 
@@ -31,9 +30,7 @@ class WriteBehind:
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
-        self._task = asyncio.create_task(
-            self._run(), name="ahpd-write-behind", context=contextvars.Context()
-        )
+        self._task = asyncio.create_task(self._run(), name="ahpd-write-behind")
 
     def later(self, key: str, write: Write) -> None:
         """Schedule `write` for `key`, replacing a write for the same key not yet run.
@@ -52,12 +49,9 @@ class WriteBehind:
         root config changed): everything scheduled before goes first, so the row a fact refers
         to is there when it is written.
         """
-        # Written in a context of its own (nobody's request), not the caller's: a caller that
-        # came from a thread waiting on it (a REST view's, through call_engine) carries that
-        # thread's context, and the store's calls would be sent to that thread, which waits.
-        await asyncio.shield(
-            asyncio.create_task(self._locked_round(), context=contextvars.Context())
-        )
+        # A task of its own, shielded: a caller that stops waiting (its request timed out)
+        # leaves the round to finish, and the writes behind it with it.
+        await asyncio.shield(asyncio.create_task(self._locked_round()))
 
     async def _locked_round(self) -> None:
         async with self._round:

@@ -19,7 +19,7 @@ from django.utils import timezone
 from ..engine.grants import BUILTIN_ROLES, GrantError, check_grant
 from ..engine.principal import Principal
 from ..models import Membership, Role, Token
-from .engine_store import db_call
+from .engine_database import db_call
 
 #: The protected resource `authenticate` signs a person in against.
 USERS_RESOURCE = "ahpd://users"

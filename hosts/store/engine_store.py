@@ -1,31 +1,14 @@
-"""The engine's Store port over Django's ORM. Called from the write-behind task, never inline."""
+"""The engine's Store port over Django's ORM. Called from the write-behind task, never inline;
+each call runs on the engine's database executor (engine_database.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from asgiref.sync import sync_to_async
-from django.db import close_old_connections
 from django.db.models import Count
 
 from ..models import RootConfig, StoredChat, StoredSession, StoredTurn
-
-
-def db_call(function: Any, *, own_thread: bool = False) -> Any:
-    """Run an ORM function on asgiref's thread, its connection checked first (no request
-    cycle does that for the engine: a database restart would otherwise break it for good).
-    `own_thread`: on a thread of its own, for what a turn start awaits while a REST request
-    holds asgiref's thread waiting on that turn."""
-
-    def run(*args: Any) -> Any:
-        try:
-            close_old_connections()
-            return function(*args)
-        finally:
-            if own_thread:
-                close_old_connections()
-
-    return sync_to_async(run, thread_sensitive=not own_thread)
+from .engine_database import db_call
 
 
 class DjangoRootConfigStore:

@@ -15,7 +15,7 @@ from django.test import Client
 from django.urls import reverse
 
 from hosts import store
-from hosts.edge import runtime
+from hosts.edge import engine_client
 from hosts.engine.host import Host
 from hosts.models import Membership, Role, StoredSession
 from hosts.protocol.versions import parse_version
@@ -81,7 +81,7 @@ def streaming(chat: str) -> None:
         finally:
             host.disconnect(conn)
 
-    runtime.call_engine(wait)
+    engine_client.read(wait, what="the engine settled")
 
 
 def start_slow_turn(tmp_path) -> tuple[str, str, str]:

@@ -10,12 +10,10 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
-from asgiref.sync import sync_to_async
-from django.db import connections
 from rest_framework.test import APIClient
 
 from hosts import store
-from hosts.edge import door, runtime
+from hosts.edge import door, engine_client, runtime
 from hosts.engine.host import Host
 from tests.support.agents import local_agent_config
 from tests.support.fake_openai import FakeOpenAi
@@ -40,12 +38,11 @@ def engine(settings: Any, tmp_path: Any) -> Iterator[None]:
     yield
 
     async def stop(host: Host) -> None:
+        # The engine's database threads let go of their connections too: the test
+        # database can be dropped.
         await runtime.shutdown()
-        # The engine's store ran on asgiref's thread: let go of its database connections so
-        # the test database can be dropped.
-        await sync_to_async(connections.close_all)()
 
-    runtime.call_engine(stop)
+    engine_client.read(stop, what="the engine stopped")
     loop = runtime._loop
     runtime._host = runtime._loop = runtime._inbox = None
     if loop is not None:
@@ -71,7 +68,7 @@ def turn_ended(chat: str) -> None:
         # The API reads the database: what the turn's end wrote behind is written first.
         await host.writes.drain()
 
-    runtime.call_engine(wait)
+    engine_client.read(wait, what="the engine settled")
 
 
 def path(uri: str, tail: str = "") -> str:

@@ -11,7 +11,7 @@ from django.contrib.auth import get_user_model
 
 from automations.models import AutomationRun
 from hosts import store
-from hosts.edge import runtime
+from hosts.edge import engine_client
 from hosts.engine.host import Host
 from hosts.models import Membership, Role
 from tests.api.test_api_session_work import api, engine  # noqa: F401 (a fixture)
@@ -36,7 +36,7 @@ def runs_settled() -> None:
         await host.automations.runs.settled()
         await host.writes.drain()
 
-    runtime.call_engine(wait)
+    engine_client.read(wait, what="the engine settled")
 
 
 def person(name: str, role: str) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -15,6 +15,7 @@ from django.conf import settings
 
 from automations import tasks
 from automations.models import Automation, AutomationRun
+from hosts.edge import engine_client
 from hosts.edge.relay import REPLY
 from hosts.edge.runtime import ENGINE_CHANNEL
 from hosts.engine.automations.schedule import iso_or_none
@@ -48,16 +49,19 @@ class Engine:
 
 
 @pytest.fixture
-def engine(monkeypatch: pytest.MonkeyPatch) -> Callable[..., Engine]:
+def engine(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., Engine]]:
     monkeypatch.setattr(tasks, "HERE_TIMEOUT_S", 0.2)
     monkeypatch.setattr(tasks, "CLAIMED_TIMEOUT_S", 0.2)
 
     def playing(answers: Callable[[str, dict[str, Any]], bool]) -> Engine:
         layer = Engine(answers)
-        monkeypatch.setattr(tasks, "get_channel_layer", lambda: layer)
+        monkeypatch.setattr(engine_client, "get_channel_layer", lambda: layer)
         return layer
 
-    return playing
+    # As in a Celery worker: the engine is the server's, over the layer.
+    engine_client.engine_elsewhere()
+    yield playing
+    engine_client.engine_here()
 
 
 def due(uri: str, made_ms: int = 0) -> Automation:

@@ -20,10 +20,9 @@ from ..channel import Channel
 from ..clock import iso, now_ms
 from ..host import Host
 from ..principal import Principal
-from ..services.caller import Caller, with_sender
-from ..services.policies import policy_allows_session
-from ..services.sessions import do_create_session
-from ..services.turns import room_for_agent
+from ..services.caller import Caller
+from ..services.policies import do_create_checked_session
+from ..services.turns import do_start_automation_turn
 from .ports import AutomationStore
 
 log = logging.getLogger("ahpd.automations")
@@ -223,34 +222,28 @@ class Runs:
         template = definition.get("session") or {}
         caller = Caller(owner)
         try:
-            # Checked as the owner, as their own createSession is: the policies' deny rows,
-            # limits and budgets (root and an automation with no owner are not checked).
-            provider = template.get("provider")
-            await policy_allows_session(self.host, caller, provider, None, "runAutomation")
-            if run["lifecycle"]["status"] in TERMINAL:
-                return  # cancelled while the policies were asked: no session is made
-            created = do_create_session(
+            # Made as the owner's own createSession is: checked against the policies' deny
+            # rows, limits and budgets (root and an automation with no owner are not checked).
+            created = await do_create_checked_session(
                 self.host,
                 caller,
-                provider=provider,
+                provider=template.get("provider"),
                 directories=template.get("workingDirectories"),
                 config=template.get("config"),
                 method="runAutomation",
                 origin={"kind": "automation", "automation": run["automation"], "run": run["uri"]},
             )
-            session = created.session
-            chat = session.chats[session.record.default_chat]
-            caller.may_in(session, "chat:send")
-            room_for_agent(self.host, session.record.owner, session.record.provider, chat)
         except ProtocolError as exc:
             return await self.fail(run, exc.message, "sessionCreationFailed")
+        session = created.session
         await self._joined(run, session.record.uri)
         if run["lifecycle"]["status"] in TERMINAL:
             return  # cancelled while the session was made
-        message = with_sender(
-            {**definition["message"], "origin": {"kind": "automation"}}, owner.ref
-        )
-        turn_id = self.host.turns.begin_message(chat, message)
+        chat = session.chats[session.record.default_chat]
+        try:
+            turn_id = do_start_automation_turn(self.host, caller, chat, definition["message"])
+        except ProtocolError as exc:
+            return await self.fail(run, exc.message, "sessionCreationFailed")
         await self._move(run, "running")
         task = chat.task
         if task is not None:

@@ -9,6 +9,8 @@ from ...protocol.validation import required_str
 from ..automations import Automations
 from ..connection import Connection
 from ..host import Host
+from ..services.automations import do_run_automation
+from ..services.caller import Caller
 
 
 def _automations(host: Host, method: str) -> Automations:
@@ -18,11 +20,11 @@ def _automations(host: Host, method: str) -> Automations:
 
 
 async def run_automation(host: Host, conn: Connection, params: dict[str, Any]) -> dict[str, Any]:
-    automations = _automations(host, "runAutomation")
+    _automations(host, "runAutomation")
     uri = required_str(params, "runAutomation", "automation")
     request_id = required_str(params, "runAutomation", "requestId")
     principal = await host.gate.principal_now(conn)
-    return {"resource": await automations.run_now(principal, uri, request_id)}
+    return await do_run_automation(host, Caller(principal, sender=conn), uri, request_id)
 
 
 async def fetch_automation_runs(

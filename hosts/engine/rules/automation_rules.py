@@ -10,74 +10,39 @@ sender's entry does not offer is refused in the reference's words.
 
 from __future__ import annotations
 
-from typing import cast
-
-from ..automations import Automations
+from ..services.automations import (
+    do_cancel_automation_run,
+    do_create_automation,
+    do_remove_automation,
+    do_update_automation,
+)
 from .rule import ActionRule, Dispatch
-
-
-def _automations(d: Dispatch) -> Automations:
-    assert d.host.automations is not None, "the catalogue's channel exists only with automations"
-    return cast(Automations, d.host.automations)
 
 
 async def _create(d: Dispatch) -> str | None:
     resource = d.action.get("resource")
     if not isinstance(resource, str):
         return "automation/createRequested: resource must be an ahp-automation: URI"
-    automations = _automations(d)
-    if resource in automations.records:
-        if reason := automations.refusal(d.caller.principal, resource, "automation:create"):
-            return reason
-    reason = await automations.create(d.caller.principal.ref, resource, d.action.get("definition"))
-    if reason is None:
-        d.say()
-    return reason
+    definition = d.action.get("definition")
+    await do_create_automation(d.host, d.caller, definition, resource, request=d.action)
+    return None
 
 
 async def _update(d: Dispatch) -> str | None:
     resource = d.action.get("resource")
-    automations = _automations(d)
-    if not isinstance(resource, str) or resource not in automations.records:
-        return f"Automation not found: {resource}"
-    if reason := automations.unoffered(d.caller.principal, resource, "update"):
-        return reason
-    reason = await automations.update(resource, d.action.get("changes"))
-    if reason is None:
-        d.say()
-    return reason
+    changes = d.action.get("changes")
+    await do_update_automation(d.host, d.caller, resource, changes, request=d.action)
+    return None
 
 
 async def _removed(d: Dispatch) -> str | None:
-    resource = d.action.get("resource")
-    automations = _automations(d)
-    if isinstance(resource, str) and resource in automations.records:
-        if reason := automations.unoffered(d.caller.principal, resource, "remove"):
-            return reason
-        await automations.remove(resource)
-    # The protocol's idempotent no-op for one nobody keeps: said back as it was sent.
-    d.say()
+    await do_remove_automation(d.host, d.caller, d.action.get("resource"), request=d.action)
     return None
 
 
 async def _cancel(d: Dispatch) -> str | None:
-    automations = _automations(d)
-    run = automations.runs.live.get(d.channel.uri)
-    if run is not None and run["automation"] in automations.records:
-        reason = automations.refusal(d.caller.principal, run["automation"], "automation:cancel")
-        if reason is not None:
-            return reason
-    reason = await automations.runs.cancel(d.channel.uri)
-    if reason is None:
-        d.host.fanout.emit(
-            d.channel,
-            d.action,
-            origin=d.caller.origin,
-            sender=d.caller.sender,
-            reduce_state=False,
-            sender_only=True,
-        )
-    return reason
+    await do_cancel_automation_run(d.host, d.caller, d.channel.uri, d.action)
+    return None
 
 
 AUTOMATION_RULES = (

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..services import do_cancel_turn, do_start_turn
-from ..services.turns import room_for_agent
+from ..services import do_start_turn
+from ..services.chats import do_move_queue, do_set_draft, do_set_pending_message, do_truncate_chat
+from ..services.turns import do_confirm_tool_call, do_turn_cancelled
 from .rule import ActionRule, Dispatch, flag_effect
 
 CONTRIBUTOR_ONLY = "{type}: only the client a call names as its contributor may send it"
@@ -18,71 +19,32 @@ def _turn_started(d: Dispatch) -> str | None:
 
 
 async def _turn_cancelled(d: Dispatch) -> str | None:
-    chat = d.chat
-    runner = chat.runner
-    running = runner is not None and runner.turn_id == d.action["turnId"] and not runner.ended
-    if running:
-        # A turn's end is committed before it is said, a client's stop too.
-        await d.host.turns.commit_ending(chat, d.action)
-    d.say()
-    if running and chat.runner is runner:
-        do_cancel_turn(d.host, d.caller, chat, said=True)
+    await do_turn_cancelled(d.host, d.caller, d.chat, d.action)
     return None
 
 
 def _tool_call_confirmed(d: Dispatch) -> str | None:
-    runner = d.chat.runner
-    call_id = d.action["toolCallId"]
-    if (
-        runner is None
-        or runner.turn_id != d.action.get("turnId")
-        or runner.calls.get(call_id) != "pending-confirmation"
-    ):
-        return f"Tool call {call_id} is not waiting for confirmation"
-    d.say()
-    runner.answer(call_id, d.action["approved"], d.action.get("selectedOptionId"))
+    do_confirm_tool_call(d.host, d.caller, d.chat, d.action)
     return None
 
 
 def _pending_message_set(d: Dispatch) -> str | None:
-    held = d.chat.state().get("steeringMessage")
-    steering = d.action["kind"] == "steering"
-    if steering and held and held.get("id") == d.action["id"]:
-        if held.get("message") != d.action["message"]:
-            return "Cannot change a steering message while it is being processed."
-    if d.chat.idle:
-        # Taken up at once as a turn: refused, before it is said, where that turn would start
-        # an agent past its owner's cap.
-        record = d.chat.session.record
-        room_for_agent(d.host, record.owner, record.provider, d.chat)
-    d.say()
-    if steering:
-        d.host.turns.steer(d.chat)
-    else:
-        d.host.turns.take_queued(d.chat)
+    do_set_pending_message(d.host, d.caller, d.chat, d.action)
     return None
 
 
 def _queue_moved(d: Dispatch) -> str | None:
-    d.say()
-    d.host.turns.take_queued(d.chat)
+    do_move_queue(d.host, d.caller, d.chat, d.action)
     return None
 
 
 def _draft(d: Dispatch) -> str | None:
-    d.say()
-    d.chat.record.draft = d.chat.state().get("draft")
-    d.host.sessions.save_chat(d.chat)
+    do_set_draft(d.host, d.caller, d.chat, d.action)
     return None
 
 
 def _truncated(d: Dispatch) -> str | None:
-    if d.chat.busy:
-        return "Cannot truncate while a turn is active; stop it first."
-    d.say()
-    # Served as a rewind: the kept turns are the conversation from here on, for every client,
-    # in the record and for the backend, which is opened again on them at the next turn.
-    d.host.turns.rewind(d.chat)
+    do_truncate_chat(d.host, d.caller, d.chat, d.action)
     return None
 
 

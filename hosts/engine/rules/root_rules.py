@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import Any
 
+from ..services.root import do_change_root_config
 from .rule import ActionRule, Dispatch
 
 
@@ -19,7 +20,7 @@ def _config_grant(action: dict[str, Any]) -> str:
 
 def _config(d: Dispatch) -> Awaitable[str | None]:
     # Committed before it is said: the dispatch waits for it.
-    return d.host.change_root_config(d.action, origin=d.caller.origin, sender=d.caller.sender)
+    return do_change_root_config(d.host, d.caller, d.action)
 
 
 ROOT_RULES = (

@@ -2,8 +2,9 @@
 
 A client's action passes, in order: its type is one a client may send -> its rule's grant ->
 a target this host knows (or the rule's answer for one it does not) -> the action's shape
-(hosts/protocol/validation.py) -> the rule's effect, which says it and does what follows, or
-returns why it is refused. `said_by_host` marks what this host says on its own account.
+(hosts/protocol/validation.py) -> the rule's effect: one service (services/, a do_*) that
+says it and does what follows, or refuses it (why, returned or raised). `said_by_host` marks
+what this host says on its own account.
 """
 
 from __future__ import annotations
@@ -31,10 +32,6 @@ class Dispatch:
     action: dict[str, Any]
     caller: Caller
 
-    def say(self) -> None:
-        """Say the action as the client sent it, with its origin."""
-        self.caller.say(self.host, self.channel, self.action)
-
     @property
     def session(self) -> LiveSession:
         session = self.host.sessions.session(self.channel.uri)
@@ -58,8 +55,7 @@ def flag_effect(key: str) -> Effect:
     """The effect of a session's or a chat's isReadChanged / isArchivedChanged."""
 
     def effect(d: Dispatch) -> str | None:
-        target = d.host.sessions.session(d.channel.uri) or d.chat
-        return do_set_flag(d.host, d.caller, target, key, d.action)
+        return do_set_flag(d.host, d.caller, d.channel.uri, key, d.action)
 
     return effect
 

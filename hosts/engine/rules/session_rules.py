@@ -2,29 +2,24 @@
 
 from __future__ import annotations
 
+from ..services.sessions import do_configure_session, do_rename_session, do_set_active_client
 from .rule import DROP, ActionRule, Dispatch, flag_effect
 
 NO_AGENT = "No agent for session: {uri}"
 
 
 def _title(d: Dispatch) -> str | None:
-    d.say()
-    d.session.record.title = d.action["title"]
-    d.host.sessions.touch(d.session)
-    d.host.changesets.retitled(d.session.record.uri)
+    do_rename_session(d.host, d.caller, d.session, d.action)
     return None
 
 
-def _said(d: Dispatch) -> str | None:
-    d.say()
+def _active_client(d: Dispatch) -> str | None:
+    do_set_active_client(d.host, d.caller, d.session, d.action)
     return None
 
 
 def _config(d: Dispatch) -> str | None:
-    d.say()
-    session = d.session
-    session.record.config = dict(session.channel.state["config"]["values"])
-    d.host.sessions.save_session(session)
+    do_configure_session(d.host, d.caller, d.session, d.action)
     return None
 
 
@@ -53,14 +48,14 @@ SESSION_RULES = (
     ActionRule(
         "session/activeClientSet",
         grant="session:attach",
-        effect=_said,
+        effect=_active_client,
         unknown_target=NO_AGENT,
         said_by_host=True,
     ),
     ActionRule(
         "session/activeClientRemoved",
         grant="session:attach",
-        effect=_said,
+        effect=_active_client,
         unknown_target=NO_AGENT,
         said_by_host=True,
     ),

@@ -11,63 +11,34 @@ commands/dispatch.py): another's takes `others:work` where it is.
 
 from __future__ import annotations
 
-from typing import Any
-
-from .. import access
-from ..terminals import LiveTerminal
+from ..services.terminals import (
+    do_claim_terminal,
+    do_clear_terminal,
+    do_resize_terminal,
+    do_retitle_terminal,
+    do_terminal_input,
+)
 from .rule import ActionRule, Dispatch
 
 
-def _terminal(d: Dispatch) -> LiveTerminal:
-    terminal = d.host.terminals.get(d.channel.uri)
-    assert terminal is not None, "a terminal rule runs on a terminal the host holds"
-    return terminal
-
-
 def _input(d: Dispatch) -> None:
-    d.say()
-    # Input to a shell that has exited goes out too, and reaches no process.
-    _terminal(d).write(d.action["data"])
+    do_terminal_input(d.host, d.caller, d.channel.uri, d.action)
 
 
 def _resized(d: Dispatch) -> None:
-    d.say()
-    _terminal(d).resize(int(d.action["cols"]), int(d.action["rows"]))
+    do_resize_terminal(d.host, d.caller, d.channel.uri, d.action)
 
 
-def _holder(claim: dict[str, Any]) -> str:
-    if claim.get("kind") == "client":
-        return f"client {claim.get('clientId')}"
-    return f"session {claim.get('session')}"
-
-
-def _claimed(d: Dispatch) -> str | None:
-    held = _terminal(d).state["claim"]
-    sender = d.caller.origin["clientId"] if d.caller.origin is not None else None
-    if held.get("kind") != "client" or held.get("clientId") != sender:
-        return f"Terminal {d.channel.uri} is held by {_holder(held)}: only its holder hands it on"
-    claim = d.action["claim"]
-    if claim.get("kind") == "session":
-        # Handed to a session, it is that session's from now on: work in that session, as
-        # createTerminal claiming one is.
-        record = d.host.sessions.record_of(str(claim.get("session")))
-        if record is None:
-            return f"Session not found: {claim.get('session')}"
-        if (reason := access.refusal(d.caller.principal, record, "chat:send")) is not None:
-            return reason
-    d.say()
-    d.host.terminals.announce()
-    return None
+def _claimed(d: Dispatch) -> None:
+    do_claim_terminal(d.host, d.caller, d.channel.uri, d.action)
 
 
 def _title_changed(d: Dispatch) -> None:
-    d.say()
-    d.host.terminals.announce()
+    do_retitle_terminal(d.host, d.caller, d.channel.uri, d.action)
 
 
 def _cleared(d: Dispatch) -> None:
-    d.say()
-    _terminal(d).cleared()
+    do_clear_terminal(d.host, d.caller, d.channel.uri, d.action)
 
 
 TERMINAL_RULES = (

@@ -1,6 +1,12 @@
-"""Automations by name, for callers outside the engine's loop (calls.py): the REST API's
-writes, and a Celery worker's claimed runs. Each is what the socket's action or command does,
-said on this host's account, with the same grants and whose-automation checks."""
+"""Automations: making, changing, removing and running one, and cancelling a run. One do_* per
+change, whoever asks: the socket's actions and runAutomation, the REST API, the admin and a
+Celery worker's claimed runs, each with the same grants and whose-automation checks.
+
+Someone else's automation takes others:work (access.py). A client on the socket is refused in
+the reference host's words for an operation its entry does not offer; other callers are told
+which grant they lack. A client's own request (automation/createRequested, ...) is said after
+what this host then holds, as the reference says it.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +15,7 @@ from typing import Any, cast
 
 from ...protocol.errors import ErrorCode, ProtocolError, invalid_params
 from ..automations import Automations
+from ..automations.catalogue import unavailable
 from ..automations.operations import seen_entry
 from ..host import Host
 from .caller import Caller
@@ -20,58 +27,120 @@ def _automations(host: Host) -> Automations:
     return cast(Automations, host.automations)
 
 
-def _kept(automations: Automations, caller: Caller, uri: Any, needed: str) -> str:
+def _offered(automations: Automations, caller: Caller, uri: Any, operation: str) -> str:
+    """The kept automation `uri`, once the caller may do `operation` to it."""
     if not isinstance(uri, str) or uri not in automations.records:
         raise ProtocolError(ErrorCode.NOT_FOUND, f"Automation not found: {uri}")
+    if (reason := automations.refusal(caller.principal, uri, f"automation:{operation}")) is None:
+        return uri
+    # A socket client is shown only the operations its entry offers: it is refused in the
+    # reference's words for one it was not offered.
+    said = unavailable(operation, uri) if caller.sender is not None else reason
+    raise ProtocolError(ErrorCode.PERMISSION_DENIED, said)
+
+
+def _refused_unless(automations: Automations, caller: Caller, uri: str, needed: str) -> None:
     if (reason := automations.refusal(caller.principal, uri, needed)) is not None:
         raise ProtocolError(ErrorCode.PERMISSION_DENIED, reason)
-    return uri
+
+
+def _said_back(host: Host, caller: Caller, request: dict[str, Any] | None) -> None:
+    if request is not None:
+        caller.say(host, _automations(host).channel, request)
 
 
 async def do_create_automation(
-    host: Host, caller: Caller, definition: Any, uri: str | None = None
+    host: Host,
+    caller: Caller,
+    definition: Any,
+    uri: str | None = None,
+    request: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """A new automation of the caller's; its entry."""
+    """A new automation of the caller's, said as automation/set (and the client's `request`
+    after it); its entry. One kept already with this very definition is said again."""
     caller.may("automation:create")
     automations = _automations(host)
     uri = uri or f"ahp-automation:/{uuid.uuid4()}"
     if uri in automations.records:
-        raise ProtocolError(ErrorCode.ALREADY_EXISTS, f"Automation already exists: {uri}")
-    # Asked first only to answer it as the refusal it is (403), not as a bad definition.
+        # Asked again for one kept: only by who may create it there (no operation an entry
+        # offers, so the grant's words, whoever asks).
+        _refused_unless(automations, caller, uri, "automation:create")
+        if automations.records[uri]["definition"] != definition:
+            raise ProtocolError(ErrorCode.ALREADY_EXISTS, f"Automation already exists: {uri}")
+    # Asked before the definition only to answer it as the refusal it is (403), not as a bad
+    # definition.
     if (reason := automations.kept_refusal(caller.principal.ref, uri)) is not None:
         raise ProtocolError(ErrorCode.PERMISSION_DENIED, reason)
     if (reason := await automations.create(caller.principal.ref, uri, definition)) is not None:
         raise invalid_params(reason)
+    _said_back(host, caller, request)
     return seen_entry(caller.principal, automations.entry(uri))
 
 
 async def do_update_automation(
-    host: Host, caller: Caller, uri: str, changes: Any
+    host: Host, caller: Caller, uri: Any, changes: Any, request: dict[str, Any] | None = None
 ) -> dict[str, Any]:
+    """A patch laid over a kept automation, said as automation/set (and the client's `request`
+    after it); its entry."""
     caller.may("automation:update")
     automations = _automations(host)
-    _kept(automations, caller, uri, "automation:update")
+    _offered(automations, caller, uri, "update")
     if (reason := await automations.update(uri, changes)) is not None:
         raise invalid_params(reason)
+    _said_back(host, caller, request)
     return seen_entry(caller.principal, automations.entry(uri))
 
 
-async def do_remove_automation(host: Host, caller: Caller, uri: str) -> None:
+async def do_remove_automation(
+    host: Host, caller: Caller, uri: Any, request: dict[str, Any] | None = None
+) -> None:
+    """An automation and its runs forgotten, said as automation/removed: the client's own
+    `request`, or on this host's account. A client's removal of one nobody keeps is the
+    protocol's no-op, said back as sent; anyone else is told it is not found."""
     caller.may("automation:remove")
     automations = _automations(host)
-    _kept(automations, caller, uri, "automation:remove")
-    await automations.remove(uri, say=True)
+    if request is not None and (not isinstance(uri, str) or uri not in automations.records):
+        _said_back(host, caller, request)
+        return
+    _offered(automations, caller, uri, "remove")
+    await automations.remove(uri, say=request is None)
+    _said_back(host, caller, request)
 
 
 async def do_run_automation(
     host: Host, caller: Caller, uri: str, request_id: str | None = None
 ) -> dict[str, Any]:
-    """Run now (REST): the run, kept before its session is made."""
-    caller.may("automation:run")
+    """Run now (runAutomation, REST, the admin): the run, kept before its session is made;
+    the same run for a request asked again, or the one of it that has not ended."""
     automations = _automations(host)
-    _kept(automations, caller, uri, "automation:run")
+    _offered(automations, caller, uri, "run")
     run = await automations.run_now(caller.principal, uri, request_id or str(uuid.uuid4()))
     return {"resource": run}
+
+
+async def do_cancel_automation_run(
+    host: Host, caller: Caller, run_uri: str, request: dict[str, Any]
+) -> None:
+    """A client's automationRun/cancelRequested: the run's turns stopped (one with no session
+    yet cancelled at once), and the request answered to its sender alone: what came of it is
+    the run's automationRun/lifecycleChanged."""
+    automations = _automations(host)
+    run = automations.runs.live.get(run_uri)
+    if run is not None and run["automation"] in automations.records:
+        # No operation an entry offers either: the grant's words, whoever asks.
+        _refused_unless(automations, caller, run["automation"], "automation:cancel")
+    if (reason := await automations.runs.cancel(run_uri)) is not None:
+        raise ProtocolError(ErrorCode.INVALID_PARAMS, reason)
+    channel = host.fanout.channel(run_uri)
+    assert channel is not None, "a live run has its channel"
+    host.fanout.emit(
+        channel,
+        request,
+        origin=caller.origin,
+        sender=caller.sender,
+        reduce_state=False,
+        sender_only=True,
+    )
 
 
 async def do_automation_claimed(

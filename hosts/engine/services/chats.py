@@ -90,3 +90,50 @@ async def do_dispose_chat(host: Host, caller: Caller, uri: str) -> None:
         return
     caller.may_in(chat.session, "chat:dispose")
     await host.sessions.remove_chat(chat)
+
+
+# -- what a client changes of a chat (its rules: rules/chat_rules.py) -------------------------
+
+
+def do_set_draft(host: Host, caller: Caller, chat: LiveChat, action: dict[str, Any]) -> None:
+    """A client's chat/draftChanged: said, and the draft kept."""
+    caller.say(host, chat.channel, action)
+    chat.record.draft = chat.state().get("draft")
+    host.sessions.save_chat(chat)
+
+
+def do_truncate_chat(host: Host, caller: Caller, chat: LiveChat, action: dict[str, Any]) -> None:
+    """A client's chat/truncated, served as a rewind: the kept turns are the conversation from
+    here on, for every client, in the record and for the backend (opened again on them at the
+    next turn). -32602 in words while a turn runs."""
+    if chat.busy:
+        raise invalid_params("Cannot truncate while a turn is active; stop it first.")
+    caller.say(host, chat.channel, action)
+    host.turns.rewind(chat)
+
+
+def do_set_pending_message(
+    host: Host, caller: Caller, chat: LiveChat, action: dict[str, Any]
+) -> None:
+    """A client's chat/pendingMessageSet: a steering message, or one queued. Taken up at once
+    as a turn where the chat is idle, so refused, before it is said, where that turn could not
+    start (the owner's agent cap)."""
+    held = chat.state().get("steeringMessage")
+    steering = action["kind"] == "steering"
+    if steering and held and held.get("id") == action["id"]:
+        if held.get("message") != action["message"]:
+            raise invalid_params("Cannot change a steering message while it is being processed.")
+    if chat.idle:
+        room_for_agent(host, chat.session.record.owner, chat.session.record.provider, chat)
+    caller.say(host, chat.channel, action)
+    if steering:
+        host.turns.steer(chat)
+    else:
+        host.turns.take_queued(chat)
+
+
+def do_move_queue(host: Host, caller: Caller, chat: LiveChat, action: dict[str, Any]) -> None:
+    """A client's chat/pendingMessageRemoved or queuedMessagesReordered: said, and the queue's
+    head taken up where the chat is idle."""
+    caller.say(host, chat.channel, action)
+    host.turns.take_queued(chat)

@@ -13,12 +13,15 @@ FLAGS = {"isRead": "is_read", "isArchived": "is_archived"}
 
 
 def do_set_flag(
-    host: Host, caller: Caller, target: LiveSession | LiveChat, key: str, action: dict[str, Any]
+    host: Host, caller: Caller, uri: str, key: str, action: dict[str, Any]
 ) -> str | None:
-    """Say the caller's session/ or chat/ isReadChanged or isArchivedChanged, and keep it.
+    """Say the caller's session/ or chat/ isReadChanged or isArchivedChanged on the session or
+    chat `uri`, and keep it.
 
     Why it cannot be taken (a default chat is archived with its session), or None.
     """
+    target: LiveSession | LiveChat | None = host.sessions.session(uri) or host.sessions.chat(uri)
+    assert target is not None, "a flag's rule runs on a session or a chat the table holds"
     session = target if isinstance(target, LiveSession) else target.session
     caller.may_in(session, f"{'session' if isinstance(target, LiveSession) else 'chat'}:mark")
     if isinstance(target, LiveChat) and key == "isArchived" and target.is_default:

@@ -143,3 +143,27 @@ async def do_dispose_session(host: Host, caller: Caller, uri: str) -> None:
     # The terminals it claimed go with it, each said as it goes.
     for terminal in host.terminals.claimed_by_session(session.record.uri):
         host.terminals.dispose(terminal.uri)
+
+
+# -- what a client changes of a session (its rules: rules/session_rules.py) -------------------
+
+
+def do_rename_session(host: Host, caller: Caller, session: LiveSession, action: Any) -> None:
+    """A client's session/titleChanged: said, kept, and the session's changesets retitled."""
+    caller.say(host, session.channel, action)
+    session.record.title = action["title"]
+    host.sessions.touch(session)
+    host.changesets.retitled(session.record.uri)
+
+
+def do_configure_session(host: Host, caller: Caller, session: LiveSession, action: Any) -> None:
+    """A client's session/configChanged: said, and the values it left kept."""
+    caller.say(host, session.channel, action)
+    session.record.config = dict(session.channel.state["config"]["values"])
+    host.sessions.save_session(session)
+
+
+def do_set_active_client(host: Host, caller: Caller, session: LiveSession, action: Any) -> None:
+    """A client's session/activeClientSet or activeClientRemoved: said; the held state is all
+    it changes."""
+    caller.say(host, session.channel, action)

@@ -119,3 +119,70 @@ def do_dispose_terminal(host: Host, caller: Caller, uri: str) -> None:
         raise ProtocolError(ErrorCode.SESSION_NOT_FOUND, f"Resource not found: {uri}")
     access.require(caller.principal, record, "terminal:dispose")
     host.terminals.dispose(uri)
+
+
+# -- what a client does to a terminal (its rules: rules/terminal_rules.py) --------------------
+
+
+def _live(host: Host, uri: str) -> LiveTerminal:
+    terminal = host.terminals.get(uri)
+    assert terminal is not None, "a terminal rule runs on a terminal the host holds"
+    return terminal
+
+
+def do_terminal_input(host: Host, caller: Caller, uri: str, action: dict[str, Any]) -> None:
+    """A client's terminal/input: said to every client of the terminal, and written through
+    to the pty (to no process, once its shell has exited)."""
+    terminal = _live(host, uri)
+    caller.say(host, terminal.channel, action)
+    terminal.write(action["data"])
+
+
+def do_resize_terminal(host: Host, caller: Caller, uri: str, action: dict[str, Any]) -> None:
+    """A client's terminal/resized: said, and the pty told its size."""
+    terminal = _live(host, uri)
+    caller.say(host, terminal.channel, action)
+    terminal.resize(int(action["cols"]), int(action["rows"]))
+
+
+def _holder(claim: dict[str, Any]) -> str:
+    if claim.get("kind") == "client":
+        return f"client {claim.get('clientId')}"
+    return f"session {claim.get('session')}"
+
+
+def do_claim_terminal(host: Host, caller: Caller, uri: str, action: dict[str, Any]) -> None:
+    """A client's terminal/claimed: only the client holding it hands it on; handed to a
+    session, it is that session's from now on (work in that session, as createTerminal
+    claiming one is). Said, and the root's list said again."""
+    terminal = _live(host, uri)
+    held = terminal.state["claim"]
+    sender = caller.origin["clientId"] if caller.origin is not None else None
+    if held.get("kind") != "client" or held.get("clientId") != sender:
+        raise ProtocolError(
+            ErrorCode.PERMISSION_DENIED,
+            f"Terminal {uri} is held by {_holder(held)}: only its holder hands it on",
+        )
+    claim = action["claim"]
+    if claim.get("kind") == "session":
+        record = host.sessions.record_of(str(claim.get("session")))
+        if record is None:
+            raise ProtocolError(
+                ErrorCode.SESSION_NOT_FOUND, f"Session not found: {claim.get('session')}"
+            )
+        access.require(caller.principal, record, "chat:send")
+    caller.say(host, terminal.channel, action)
+    host.terminals.announce()
+
+
+def do_retitle_terminal(host: Host, caller: Caller, uri: str, action: dict[str, Any]) -> None:
+    """A client's terminal/titleChanged: said, and the root's list said again."""
+    caller.say(host, _live(host, uri).channel, action)
+    host.terminals.announce()
+
+
+def do_clear_terminal(host: Host, caller: Caller, uri: str, action: dict[str, Any]) -> None:
+    """A client's terminal/cleared: said, and the scrollback the host keeps cleared."""
+    terminal = _live(host, uri)
+    caller.say(host, terminal.channel, action)
+    terminal.cleared()

@@ -97,3 +97,44 @@ async def do_cancel_session(host: Host, caller: Caller, uri: str) -> dict[str, A
     if not stopped:
         raise ProtocolError(ErrorCode.INVALID_PARAMS, f"No turn is running in {uri}")
     return {"cancelled": stopped}
+
+
+async def do_turn_cancelled(
+    host: Host, caller: Caller, chat: LiveChat, action: dict[str, Any]
+) -> None:
+    """A client's chat/turnCancelled: a running turn's end committed before it is said (a
+    client's stop too), then stopped; one not running is said and nothing more."""
+    runner = chat.runner
+    running = runner is not None and runner.turn_id == action["turnId"] and not runner.ended
+    if running:
+        await host.turns.commit_ending(chat, action)
+    caller.say(host, chat.channel, action)
+    if running and chat.runner is runner:
+        do_cancel_turn(host, caller, chat, said=True)
+
+
+def do_confirm_tool_call(
+    host: Host, caller: Caller, chat: LiveChat, action: dict[str, Any]
+) -> None:
+    """A client's chat/toolCallConfirmed: said, and the answer handed to the waiting call."""
+    runner = chat.runner
+    call_id = action["toolCallId"]
+    if (
+        runner is None
+        or runner.turn_id != action.get("turnId")
+        or runner.calls.get(call_id) != "pending-confirmation"
+    ):
+        raise invalid_params(f"Tool call {call_id} is not waiting for confirmation")
+    caller.say(host, chat.channel, action)
+    runner.answer(call_id, action["approved"], action.get("selectedOptionId"))
+
+
+def do_start_automation_turn(
+    host: Host, caller: Caller, chat: LiveChat, message: dict[str, Any]
+) -> str:
+    """An automation run's message, sent as its owner (the caller) to its session's chat: a
+    turn started there, as far as the owner may send it and has room for one more agent."""
+    caller.may_in(chat.session, "chat:send")
+    room_for_agent(host, chat.session.record.owner, chat.session.record.provider, chat)
+    sent = with_sender({**message, "origin": {"kind": "automation"}}, caller.principal.ref)
+    return host.turns.begin_message(chat, sent)
