@@ -81,9 +81,3 @@ def test_the_core_imports_nothing_from_django():
                 assert not any(
                     n.split(".")[0] in ("django", "channels", "rest_framework") for n in names
                 ), path
-
-
-def test_no_core_module_is_past_four_hundred_lines():
-    for part in CORE:
-        for path in (HOSTS / part).rglob("*.py"):
-            assert len(path.read_text().splitlines()) <= 400, path
