@@ -294,6 +294,13 @@ class Jail:
         arguments += ["--chdir", str(cwd), "--", *argv]
         return arguments, run_env
 
+    def _not_given(self) -> tuple[Path, ...]:
+        """What a path named as a need must not hold: the checkout, and people's homes."""
+        settings = self.sandbox.settings
+        return tuple(
+            Path(os.path.realpath(p)) for p in (settings.checkout, settings.homes) if p is not None
+        )
+
     def _masks(self, hidden: Sequence[Path]) -> list[str]:
         """Empty mounts over what must not be seen where a bound folder holds it: the data
         directory, the env file, token files, and the checkout unless it is a folder itself."""
@@ -341,6 +348,8 @@ class Jail:
                 continue
             if any(p == h or p.is_relative_to(h) for h in hidden for p in (real, named)):
                 continue  # never, whoever names it
+            if any(h.is_relative_to(real) for h in (*hidden, *self._not_given())):
+                continue  # a folder holding what must stay out ("/", a parent of the data)
             for where in (real, named):
                 if _under_system(where) or any(where.is_relative_to(f) for f in self.folders):
                     continue  # there already (the system, or a working folder, writable)

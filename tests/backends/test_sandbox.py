@@ -155,3 +155,21 @@ def test_a_program_named_through_a_link_starts_by_that_name(tmp_path):
         env={"PATH": "/usr/bin:/bin"},
     )
     assert run(argv, env).stdout.strip() == "started"
+
+
+@needs_bwrap
+def test_a_path_an_agents_configuration_names_never_brings_in_what_holds_the_data(tmp_path):
+    # An env value of "/" (or a parent of the data directory) would bind the whole disk.
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "secret-key").write_text("s3cret")
+    (tmp_path / "work").mkdir()
+    sandbox = sandboxed(tmp_path, hidden=(data,))
+    argv, env = sandbox.jail("user:ann", [tmp_path / "work"]).wrap(
+        ["sh", "-c", f"cat {data}/secret-key; ls /root /etc/shadow"],
+        cwd=tmp_path / "work",
+        env={"PATH": "/usr/bin:/bin"},
+        needs=["/", str(tmp_path)],
+    )
+    done = run(argv, env)
+    assert "s3cret" not in done.stdout and "No such file" in done.stderr
