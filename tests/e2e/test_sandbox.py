@@ -385,3 +385,46 @@ async def test_a_command_the_model_writes_runs_in_the_members_sandbox(connect, w
         said = json.dumps(done)
         assert "NO-SECRET" in said and secret.read_text().strip() not in said
         assert (workdir / "model.txt").read_text() == "home=/home/mo\n"
+
+
+async def test_a_filter_a_repository_names_runs_sandboxed_without_the_servers_environment(
+    connect, workdir
+):
+    # git still runs a repository's clean filter (no option turns every filter off): it runs
+    # in the sandbox, given neither the server's files nor its environment.
+    repo = Path(tempfile.mkdtemp(prefix="ahpd-sandbox-filter-"))
+    process = ServerProcess(
+        env_extra={
+            "AHPD_CONFIG": str(agents_file(workdir.parent)),
+            "TEST_SECRET_ENV": "server-only-value",
+        }
+    ).start()
+    try:
+        git(repo, "init", "-q", "-b", "main")
+        (repo / "a.txt").write_text("alpha\n")
+        git(repo, "add", ".")
+        git(repo, "-c", "user.name=S", "-c", "user.email=s@example.com", "commit", "-qm", "s")
+        spy = repo / ".git" / "spy.sh"
+        spy.write_text(
+            "#!/bin/sh\n"
+            f"env > {repo}/filter-env.txt\n"
+            f"cat {process.data_dir / SECRET} > {repo}/filter-secret.txt 2>&1\n"
+            "exec cat\n"
+        )
+        spy.chmod(0o755)
+        git(repo, "config", "filter.spy.clean", str(spy))
+        (repo / ".git" / "info").mkdir(exist_ok=True)
+        (repo / ".git" / "info" / "attributes").write_text("a.txt filter=spy\n")
+        (repo / "a.txt").write_text("ALPHA\n")
+        client = await connect(process.url)
+        await client.initialize()
+        session, _ = await new_session(client, repo, provider="fake")
+        uri = changeset_of(session)
+        await watched(client, uri)
+        await invoke(client, uri, "stage")
+        assert (repo / "filter-env.txt").exists(), "the filter never ran"
+        assert "server-only-value" not in (repo / "filter-env.txt").read_text()
+        assert "No such file" in (repo / "filter-secret.txt").read_text()
+    finally:
+        process.close()
+        shutil.rmtree(repo, ignore_errors=True)

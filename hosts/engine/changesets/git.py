@@ -50,6 +50,8 @@ _NOTHING_RUN = (
     "-c",
     "credential.helper=",
 )
+#: All git is given of the server's environment.
+_PLAIN_ENV = ("PATH", "LANG", "TZ", "TMPDIR")
 #: No configuration but the repository's own (the server's user's is nobody's business here).
 _NO_HOST_CONFIG = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null"}
 #: Diff options that keep a repository's drivers from running.
@@ -151,7 +153,10 @@ async def _start(
     """Start one git: hardened, and on a folder's own repository (not one this host keeps,
     which names its GIT_DIR) in the sandbox, with that repository bound and nothing else."""
     argv = ["git", *_NOTHING_RUN, "-C", str(top), *args]
-    full_env = {**os.environ, **_ENV, **_NO_HOST_CONFIG, **(env or {})}
+    # Not the server's environment: a filter a repository names runs with what git is given,
+    # and the server's database URL and keys are nobody's there.
+    plain = {key: os.environ[key] for key in _PLAIN_ENV if key in os.environ}
+    full_env = {**plain, **_ENV, **_NO_HOST_CONFIG, **(env or {})}
     kept = env is not None and "GIT_DIR" in env
     if _sandbox is not None and _sandbox.on and not kept:
         root = repository_of(top) or top
