@@ -7,6 +7,7 @@ the named channel ENGINE_CHANNEL, never by touching sockets.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import gc
 import logging
 import threading
@@ -184,6 +185,37 @@ def call_engine(work: Callable[[Host], Awaitable[T]], timeout: float = 60.0) -> 
     if running is loop:
         raise RuntimeError("call_engine from the engine's own loop would wait on itself")
     return asyncio.run_coroutine_threadsafe(run(), loop).result(timeout)
+
+
+def forget_principals(tokens: list[int] | None, timeout: float = 10.0) -> None:
+    """Tell this process's engine, if it runs, that these tokens' principals (None: any)
+    changed (hosts/edge/principal_changes.py); return once it has taken it, so that whatever
+    thread asked, the change holds for the next command the engine reads."""
+    host, loop = _host, _loop
+    if host is None or loop is None:
+        return
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:
+        running = None
+    if running is loop:
+        host.forget_principals(tokens)
+        return
+    taken: concurrent.futures.Future[None] = concurrent.futures.Future()
+
+    def forget() -> None:
+        try:
+            host.forget_principals(tokens)
+        except BaseException as error:
+            taken.set_exception(error)
+            raise
+        taken.set_result(None)
+
+    try:
+        loop.call_soon_threadsafe(forget)
+    except RuntimeError:
+        return  # the loop is closed: the engine, and what it kept, are gone
+    taken.result(timeout)
 
 
 def _engine_thread() -> asyncio.AbstractEventLoop:

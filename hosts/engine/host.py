@@ -174,6 +174,12 @@ class Host:
     def directory(self) -> Directory:
         return self.gate.directory
 
+    def forget_principals(self, tokens: list[int] | None) -> None:
+        """The Django side changed what these tokens' principals are read from (None: what
+        any may be, a role's grants or a team's projects): each is read again before its next
+        command. How a revoked token or a changed role reaches the connections it signed in."""
+        self.gate.forget(tokens)
+
     def _whose(self, uri: str) -> access.Owned | None:
         """Whose a channel is: the session it is in (a session's, a chat's, a changeset's), or
         a terminal's (the session claiming it, else its opener: Terminals.whose)."""
