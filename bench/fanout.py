@@ -1,4 +1,13 @@
-"""Fan-out: N subscribers on ahp-root://, one client dispatching actions, three servers.
+"""Fan-out: N subscribers of a channel, one client dispatching actions, three servers.
+
+Two paths through ahpd, each measured on its own:
+
+- hot: N subscribers of a chat, and a person (signed in with their own token, so their grants
+  are checked on every action) sending `chat/draftChanged`, which ahpd says at once and writes
+  behind: the path every keystroke and every streamed delta takes;
+- root config: N subscribers of ahp-root://, and the deployment's token sending
+  `root/configChanged`, which ahpd commits to its database before it says it: what one commit
+  costs, shared by the actions that arrive together.
 
 Runs ahpd (`manage.py serve`, embedded default unless DATABASE_URL/REDIS_URL are set) and two
 minimal broadcast servers that stamp a serverSeq, serialize once and send to every subscriber:
@@ -18,6 +27,7 @@ its children if any) read before and after the phase, over N * M. The phase's re
 once the server has been quiet for a moment after the last delivery, so that work it puts off
 (ahpd's write-behind) is counted in the phase that caused it. Then ratios ahpd/python and
 ahpd/node. Usage: python bench/fanout.py [--subscribers 100] [--actions 1000] [--lockstep 300]
+[--rounds 3] [--path hot|root|both]
 """
 
 from __future__ import annotations
@@ -28,10 +38,13 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -43,6 +56,12 @@ from bench.rawws import RawSocket  # noqa: E402
 from tests.support.server import TOKEN, URL_LINE, ServerProcess  # noqa: E402
 
 ROOT = "ahp-root://"
+HOT = "hot"
+ROOT_CONFIG = "root"
+PATHS = {
+    HOT: "hot path (chat/draftChanged, written behind)",
+    ROOT_CONFIG: "root config (committed)",
+}
 NODE_DIR = REPO / "bench" / ".node"
 WS_VERSION = "8.23.0"
 #: How long a server must have been left alone before its CPU is read: past ahpd's
@@ -162,26 +181,36 @@ def hello(client_id: str, subscriptions: list[str]) -> str:
     ).decode()
 
 
-def action_frame(seq: int, run: str) -> str:
+def action_frame(path: str, channel: str, seq: int, run: str) -> str:
+    """One dispatch: a draft typed into a chat (hot), or a root config push (root)."""
+    if path == HOT:
+        action = {"type": "chat/draftChanged", "draft": {"text": f"{run}-{seq}"}}
+    else:
+        action = {"type": "root/configChanged", "config": {"bench": f"{run}-{seq}"}}
     return orjson.dumps(
         {
             "jsonrpc": "2.0",
             "method": "dispatchAction",
-            "params": {
-                "channel": ROOT,
-                "clientSeq": seq,
-                "action": {"type": "root/configChanged", "config": {"bench": f"{run}-{seq}"}},
-            },
+            "params": {"channel": channel, "clientSeq": seq, "action": action},
         }
     ).decode()
 
 
 @dataclass
+class Target:
+    """Where one path's subscribers connect and watch, and where its sender connects."""
+
+    url: str
+    channel: str
+    sender_url: str
+
+
+@dataclass
 class Server:
     name: str
-    url: str
     pid: int
-    rounds: dict[str, list[dict[str, float]]] = field(default_factory=dict)
+    targets: dict[str, Target]
+    rounds: dict[tuple[str, str], list[dict[str, float]]] = field(default_factory=dict)
 
 
 class Meter:
@@ -216,24 +245,33 @@ class Meter:
         }
 
 
-async def measure(server: Server, n: int, m: int, lockstep: int) -> dict[str, dict[str, float]]:
+async def measure(
+    server: Server, path: str, n: int, m: int, lockstep: int
+) -> dict[str, dict[str, float]]:
+    target = server.targets[path]
     arrivals = Arrivals(n)
     subs = [
-        await Client.open(server.url, hello(f"{server.name}-sub-{i}", [ROOT]), arrivals.arrived)
+        await Client.open(
+            target.url, hello(f"{server.name}-{path}-sub-{i}", [target.channel]), arrivals.arrived
+        )
         for i in range(n)
     ]
-    sender = await Client.open(server.url, hello(f"{server.name}-sender", []), None)
+    sender = await Client.open(target.sender_url, hello(f"{server.name}-{path}-sender", []), None)
     run = f"{server.name}-{time.time_ns()}"
+
+    def send(seq: int) -> None:
+        sender.send(action_frame(path, target.channel, seq, run))
+
     try:
         for seq in range(1, 21):  # warm-up
-            sender.send(action_frame(seq, run))
+            send(seq)
         await arrivals.all_have(20)
 
         first = 21
         async with Meter(server.pid) as meter:
             start = time.perf_counter()
             for seq in range(first, first + m):
-                sender.send(action_frame(seq, run))
+                send(seq)
             await arrivals.all_have(first + m - 1)
             elapsed = time.perf_counter() - start
         got = sum(arrivals.counts[s] for s in range(first, first + m))
@@ -246,7 +284,7 @@ async def measure(server: Server, n: int, m: int, lockstep: int) -> dict[str, di
             start = time.perf_counter()
             for seq in range(first, first + lockstep):
                 sent = time.perf_counter()
-                sender.send(action_frame(seq, run))
+                send(seq)
                 await arrivals.all_have(seq)
                 latencies.append(arrivals.last[seq] - sent)
             elapsed = time.perf_counter() - start
@@ -264,37 +302,132 @@ async def measure(server: Server, n: int, m: int, lockstep: int) -> dict[str, di
     return {"back to back": back_to_back, "lockstep": locked}
 
 
-def start_ahpd(stack: list[Callable[[], None]]) -> Server:
-    config = ServerProcess()  # the data directory (or database) and environment the tests use
+#: Made in ahpd's database before it starts: a member, with a token of their own.
+PERSON_SCRIPT = """
+from django.contrib.auth import get_user_model
+from hosts.models import Role
+from hosts.store import ensure_builtin_roles, mint_token, set_host_roles
+ensure_builtin_roles()
+person = get_user_model().objects.create(username="bench")
+set_host_roles(person, [Role.objects.get(name="member")])
+print(mint_token("bench", "bench").secret)
+"""
+
+
+async def ahpd_chat(url: str, folder: str) -> str:
+    """A session made by the person whose token `url` carries; its default chat's URI."""
+    replies: dict[int, asyncio.Future[Any]] = {}
+
+    def take(payload: bytes, now: float) -> None:
+        message = orjson.loads(payload)
+        waiter = replies.pop(message.get("id"), None) if "id" in message else None
+        if waiter is not None:
+            waiter.set_result(message)
+
+    socket = await RawSocket.open(url, take)
+
+    async def call(request_id: int, method: str, params: dict[str, Any]) -> Any:
+        replies[request_id] = asyncio.get_running_loop().create_future()
+        socket.send_text(
+            orjson.dumps(
+                {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+            ).decode()
+        )
+        answer = await asyncio.wait_for(replies[request_id], 30)
+        assert "result" in answer, f"{method}: {answer}"
+        return answer["result"]
+
+    try:
+        await call(
+            1,
+            "initialize",
+            {"channel": ROOT, "protocolVersions": ["1.0.0"], "clientId": "bench-maker"},
+        )
+        session = f"ahp-session:/{uuid.uuid4()}"
+        await call(
+            2,
+            "createSession",
+            {"channel": session, "provider": "bench", "workingDirectories": [folder]},
+        )
+        snapshot = await call(3, "subscribe", {"channel": session})
+        return str(snapshot["snapshot"]["state"]["defaultChat"])
+    finally:
+        socket.close()
+
+
+async def start_ahpd(stack: list[Callable[[], None]]) -> Server:
+    folder = Path(tempfile.mkdtemp(prefix="ahpd-bench-"))
+    stack.append(lambda: shutil.rmtree(folder, ignore_errors=True))
+    agents = folder / "agents.json"
+    # An agent to make a session with; drafts never start a turn, so its model is never asked.
+    agents.write_text(
+        orjson.dumps(
+            {
+                "agents": [
+                    {
+                        "provider": "bench",
+                        "kind": "openai",
+                        "displayName": "bench",
+                        "baseUrl": "http://127.0.0.1:9/v1",
+                        "model": "none",
+                        "apiKey": "none",
+                    }
+                ]
+            }
+        ).decode()
+    )
+    # The data directory (or database) and environment the tests use.
+    config = ServerProcess(env_extra={"AHPD_CONFIG": str(agents)})
     stack.append(config.close)
     env = config.env()
     subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=REPO, env=env, check=True)
+    person = config.shell(PERSON_SCRIPT).strip().splitlines()[-1]
     served = Served([sys.executable, "manage.py", "serve"], URL_LINE.pattern, env=env, cwd=REPO)
     stack.append(served.stop)
     assert served.match is not None
-    url = served.match.group(1).split("?", 1)[0] + f"?tkn={TOKEN}"
-    return Server("ahpd", url, served.pid)
+    base = served.match.group(1).split("?", 1)[0]
+    root_url, person_url = f"{base}?tkn={TOKEN}", f"{base}?tkn={person}"
+    chat = await ahpd_chat(person_url, folder.as_uri())
+    return Server(
+        "ahpd",
+        served.pid,
+        {
+            HOT: Target(root_url, chat, person_url),
+            ROOT_CONFIG: Target(root_url, ROOT, root_url),
+        },
+    )
 
 
 def start_baseline(name: str, argv: list[str], stack: list[Callable[[], None]]) -> Server:
     served = Served(argv, r"serving (ws://\S+)", cwd=REPO)
     stack.append(served.stop)
     assert served.match is not None
-    return Server(name, served.match.group(1), served.pid)
+    url = served.match.group(1)
+    # The baselines broadcast whatever is dispatched to whoever subscribed to anything.
+    targets = {
+        HOT: Target(url, "ahp-chat:/bench/chat", url),
+        ROOT_CONFIG: Target(url, ROOT, url),
+    }
+    return Server(name, served.pid, targets)
 
 
 def ratio(a: float, b: float) -> str:
     return f"{a / b:.2f}" if b else "n/a"
 
 
-def report(mode: str, servers: list[Server], args: argparse.Namespace, node_note: str | None):
+def report(
+    path: str, mode: str, servers: list[Server], args: argparse.Namespace, node_note: str | None
+) -> None:
     rows = {
-        s.name: {k: statistics.median(r[k] for r in s.rounds[mode]) for k in s.rounds[mode][0]}
+        s.name: {
+            k: statistics.median(r[k] for r in s.rounds[path, mode])
+            for k in s.rounds[path, mode][0]
+        }
         for s in servers
     }
     count = args.actions if mode == "back to back" else args.lockstep
     print(
-        f"fan-out, {mode}: {args.subscribers} subscribers, {count} actions; "
+        f"fan-out, {PATHS[path]}, {mode}: {args.subscribers} subscribers, {count} actions; "
         f"median of {args.rounds} interleaved rounds"
     )
     latency = mode == "lockstep"
@@ -323,6 +456,15 @@ def report(mode: str, servers: list[Server], args: argparse.Namespace, node_note
                 f", p99 {ratio(ours['p99_ms'], base['p99_ms'])}"
             )
         text += f", CPU/delivery {ratio(ours['cpu_us'], base['cpu_us'])}"
+        per_round = [
+            ratio(a["cpu_us"], b["cpu_us"])
+            for a, b in zip(
+                servers[0].rounds[path, mode],
+                next(s for s in servers if s.name == other).rounds[path, mode],
+                strict=True,
+            )
+        ]
+        text += f" (rounds: {' '.join(per_round)})"
         print(text)
     print(f"ahpd's main thread did {ours['main_share']:.0%} of its CPU")
 
@@ -333,7 +475,9 @@ async def main() -> None:
     parser.add_argument("--actions", type=int, default=1000, help="back to back, per round")
     parser.add_argument("--lockstep", type=int, default=300, help="one at a time, per round")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--path", choices=(HOT, ROOT_CONFIG, "both"), default="both")
     args = parser.parse_args()
+    paths = [HOT, ROOT_CONFIG] if args.path == "both" else [args.path]
 
     node_note = ensure_node_ws()
     if node_note:
@@ -341,7 +485,7 @@ async def main() -> None:
     stack: list[Callable[[], None]] = []
     try:
         servers = [
-            start_ahpd(stack),
+            await start_ahpd(stack),
             start_baseline(
                 "python", [sys.executable, str(REPO / "bench" / "broadcast_baseline.py")], stack
             ),
@@ -356,17 +500,23 @@ async def main() -> None:
         # and every client, so one round alone swings with whatever else the machine is doing.
         for index in range(args.rounds):
             shift = index % len(servers)
-            for server in servers[shift:] + servers[:shift]:
-                figures = await measure(server, args.subscribers, args.actions, args.lockstep)
-                for mode, values in figures.items():
-                    server.rounds.setdefault(mode, []).append(values)
+            for path in paths:
+                for server in servers[shift:] + servers[:shift]:
+                    figures = await measure(
+                        server, path, args.subscribers, args.actions, args.lockstep
+                    )
+                    for mode, values in figures.items():
+                        server.rounds.setdefault((path, mode), []).append(values)
     finally:
         for undo in reversed(stack):
             undo()
-    for index, mode in enumerate(("back to back", "lockstep")):
-        if index:
-            print()
-        report(mode, servers, args, node_note)
+    first = True
+    for path in paths:
+        for mode in ("back to back", "lockstep"):
+            if not first:
+                print()
+            first = False
+            report(path, mode, servers, args, node_note)
 
 
 if __name__ == "__main__":

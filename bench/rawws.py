@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 
 class RawSocket(asyncio.Protocol):
-    """Calls `on_message(payload, arrival)` for every text frame, in order."""
+    """Calls `on_message(payload, arrival)` for every text frame, in order; answers pings."""
 
     def __init__(self, on_message: Callable[[bytes, float], None]) -> None:
         self.on_message = on_message
@@ -45,16 +45,18 @@ class RawSocket(asyncio.Protocol):
         return sock
 
     def send_text(self, text: str) -> None:
-        payload = text.encode()
+        self._send(0x81, text.encode())
+
+    def _send(self, head_byte: int, payload: bytes) -> None:
         mask = os.urandom(4)
         masked = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
         n = len(payload)
         if n < 126:
-            head = bytes((0x81, 0x80 | n))
+            head = bytes((head_byte, 0x80 | n))
         elif n < 1 << 16:
-            head = struct.pack("!BBH", 0x81, 0xFE, n)
+            head = struct.pack("!BBH", head_byte, 0xFE, n)
         else:
-            head = struct.pack("!BBQ", 0x81, 0xFF, n)
+            head = struct.pack("!BBQ", head_byte, 0xFF, n)
         assert self.transport is not None
         self.transport.write(head + mask + masked)
 
@@ -89,9 +91,15 @@ class RawSocket(asyncio.Protocol):
                 length, offset = struct.unpack_from("!Q", buf, 2)[0], 10
             if len(buf) < offset + length:
                 return
+            opcode = buf[0] & 0x0F
             payload = bytes(buf[offset : offset + length])
             del buf[: offset + length]
-            self.on_message(payload, now)
+            if opcode == 0x9:
+                # Daphne pings a connection now and then, and closes one that does not answer:
+                # a run longer than its interval would lose every client.
+                self._send(0x8A, payload)
+            elif opcode in (0x0, 0x1, 0x2):
+                self.on_message(payload, now)
 
     def close(self) -> None:
         if self.transport is not None:

@@ -21,6 +21,7 @@ from django.utils.functional import lazy
 from django.utils.html import format_html
 
 from .api.people_views import ws_url
+from .edge import principal_changes
 from .engine.clock import iso
 from .models import (
     Membership,
@@ -188,7 +189,11 @@ class TokenAdmin(admin.ModelAdmin):
 
     @admin.action(description="Revoke the selected tokens")
     def revoke(self, request: HttpRequest, queryset: QuerySet[Token]) -> None:
-        count = queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
+        live = queryset.filter(revoked_at__isnull=True)
+        revoked = list(live.values_list("pk", flat=True))
+        count = live.filter(pk__in=revoked).update(revoked_at=timezone.now())
+        # An update sends no post_save: the engine's kept principals are told here.
+        principal_changes.noted(tokens=revoked)
         self.message_user(request, f"{count} token(s) revoked.", messages.SUCCESS)
 
 

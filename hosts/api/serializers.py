@@ -253,6 +253,16 @@ class RoleSerializer(KnownFieldsOnly, serializers.ModelSerializer):
         return validate_grants(grants)
 
 
+class PrincipalsChangedSerializer(KnownFieldsOnly):
+    tokens = serializers.ListField(
+        child=serializers.IntegerField(min_value=1),
+        allow_null=True,
+        allow_empty=True,
+        max_length=100_000,
+        help_text="the ids of the tokens whose principals changed; null: any token's",
+    )
+
+
 # -- root config and sessions ----------------------------------------------------------------
 
 

@@ -38,6 +38,11 @@ urlpatterns = [
     path("roles/", views.RolesView.as_view(), name="roles"),
     path("roles/<slug:name>/", views.RoleView.as_view(), name="role"),
     path("config/", views.ConfigView.as_view(), name="config"),
+    path(
+        "principals/changed/",
+        views.PrincipalsChangedView.as_view(),
+        name="principals-changed",
+    ),
     path("sessions/", session_views.SessionsView.as_view(), name="sessions"),
     path("turns/", turn_views.RunningTurnsView.as_view(), name="turns"),
     re_path(

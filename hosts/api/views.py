@@ -16,6 +16,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from ..edge.runtime import forget_principals
 from ..models import Project, Role, RootConfig, StoredSession, Team
 from .auth import ApiUser, host_name
 from .created import created
@@ -23,6 +24,7 @@ from .filters import ProjectFilter
 from .metrics import read_figures
 from .permissions import SIGNED_IN
 from .serializers import (
+    PrincipalsChangedSerializer,
     ProjectSerializer,
     RoleSerializer,
     RootConfigSerializer,
@@ -177,6 +179,21 @@ class RoleView(Roles, Item):
 
 
 # -- root config -----------------------------------------------------------------------------
+
+
+class PrincipalsChangedView(APIView):
+    """What people's principals are read from changed in another process (a management
+    command, hosts/edge/principal_changes.py): the engine reads these tokens' principals (null:
+    every one) again before their next command. Answered once it has taken it."""
+
+    grants = {"POST": "user:update"}
+
+    @extend_schema(request=PrincipalsChangedSerializer, responses={204: None})
+    def post(self, request: Request) -> Response:
+        serializer = PrincipalsChangedSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        forget_principals(serializer.validated_data["tokens"])
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class ConfigView(generics.RetrieveAPIView):

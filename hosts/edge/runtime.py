@@ -8,6 +8,7 @@ never by touching sockets.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import gc
 import logging
 import threading
@@ -163,6 +164,37 @@ async def _start_automations(host: Host) -> None:
     await host.automations.start()
     if settings.AHPD_AUTOMATION_SCHEDULER == "embedded":
         host.automations.start_scheduler(settings.AHPD_AUTOMATION_TICK_SECONDS)
+
+
+def forget_principals(tokens: list[int] | None, timeout: float = 10.0) -> None:
+    """Tell this process's engine, if it runs, that these tokens' principals (None: any)
+    changed (hosts/edge/principal_changes.py); return once it has taken it, so that whatever
+    thread asked, the change holds for the next command the engine reads."""
+    host, loop = _host, _loop
+    if host is None or loop is None:
+        return
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:
+        running = None
+    if running is loop:
+        host.forget_principals(tokens)
+        return
+    taken: concurrent.futures.Future[None] = concurrent.futures.Future()
+
+    def forget() -> None:
+        try:
+            host.forget_principals(tokens)
+        except BaseException as error:
+            taken.set_exception(error)
+            raise
+        taken.set_result(None)
+
+    try:
+        loop.call_soon_threadsafe(forget)
+    except RuntimeError:
+        return  # the loop is closed: the engine, and what it kept, are gone
+    taken.result(timeout)
 
 
 def engine_loop() -> asyncio.AbstractEventLoop:

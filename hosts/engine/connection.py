@@ -6,6 +6,7 @@ outbound queue, and the router (router.py) of its handshake fields.
 
 from __future__ import annotations
 
+import asyncio
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -34,6 +35,9 @@ class Connection:
     #: What this connection held behind when last sent to (its outbox and its socket's
     #: buffer): its part of the fan-out's running total of queued bytes.
     queued: int = 0
+    #: Done once this connection's last action committed before it is said (a root config
+    #: push) is said; its later frames wait for it, so its actions are said in its order.
+    unsaid: asyncio.Future[None] | None = None
 
     @property
     def ready(self) -> bool:

@@ -163,7 +163,10 @@ class Host:
         #: where a store for them was given; None otherwise.
         self.automations: Any = None
         self._root: Channel | None = None
-        self._root_config_lock = asyncio.Lock()
+        #: The root as every root config push taken so far leaves it, while some are taken
+        #: and not yet said (committing); None when all are said.
+        self._root_ahead: dict[str, Any] | None = None
+        self._root_unsaid = 0
         self._started = False
         self._start_lock = asyncio.Lock()
         #: Set once `stop` began: the door admits nobody new.
@@ -173,6 +176,12 @@ class Host:
     @property
     def directory(self) -> Directory:
         return self.gate.directory
+
+    def forget_principals(self, tokens: list[int] | None) -> None:
+        """The Django side changed what these tokens' principals are read from (None: what
+        any may be, a role's grants or a team's projects): each is read again before its next
+        command. How a revoked token or a changed role reaches the connections it signed in."""
+        self.gate.forget(tokens)
 
     def _whose(self, uri: str) -> access.Owned | None:
         """Whose a channel is: the session it is in (a session's, a chat's, a changeset's), or
@@ -343,34 +352,62 @@ class Host:
         A push that moves nothing is not kept, and is said back to its sender alone (which
         waits for its echo, as for any dispatch), so a window mirroring its settings at every
         connect moves no other client watching the root. One that moves something is committed
-        before any client is told (a client told a setting reads it back after a crash); pushes
-        are taken one at a time, each reduced on the one before it.
+        before any client is told (a client told a setting reads it back after a crash), by a
+        group commit: each push is reduced on the ones before it at once, and said once the
+        commit covering it is done, in the order they came, so pushes that arrive while one
+        commit runs share the next (writes.then_say) instead of one database round trip each.
+        The sender's later frames wait until its pushes are said (router.py), so it is told
+        of its actions in the order it sent them.
         """
         reason = root_config.check_push(action["config"])
         if reason is not None:
             return reason
-        async with self._root_config_lock:
-            root = self.root
-            next_state = reduce("root", root.state, action, now_ms=now_ms())
-            if next_state["config"]["values"] == root.state["config"]["values"]:
-                if sender is not None:
-                    self.fanout.emit(
-                        root,
-                        action,
-                        origin=origin,
-                        sender=sender,
-                        reduce_state=False,
-                        sender_only=True,
-                    )
-                return None
+        root = self.root
+        # The values every push taken so far leaves, said or not: what the next one moves.
+        ahead = self._root_ahead if self._root_ahead is not None else root.state
+        next_state = reduce("root", ahead, action, now_ms=now_ms())
+        moved = next_state["config"]["values"] != ahead["config"]["values"]
+        if not moved and self._root_unsaid == 0:
+            if sender is not None:
+                self._echo_root_push(action, origin, sender)
+            return None
+        if moved:
+            self._root_ahead = next_state
             values = dict(next_state["config"]["values"])
             self.writes.later("root-config", lambda: self.store.save_root_config(values))
-            await self.writes.flush()
-            self.fanout.emit(root, action, origin=origin, sender=sender, next_state=next_state)
+        self._root_unsaid += 1
+
+        def say() -> None:
+            self._root_unsaid -= 1
+            if self._root_unsaid == 0:
+                self._root_ahead = None
+            if not moved:
+                if sender is not None:
+                    self._echo_root_push(action, origin, sender)
+                return
+            # Reduced again on the root as it is now: other root actions (agents, terminals,
+            # counts) may have been said since this push was taken.
+            self.fanout.emit(self.root, action, origin=origin, sender=sender)
             # clientQueueBytes is read before every frame to every client: a push applies to
             # the very next one.
             self.fanout.queue_limit = self.client_queue_bytes()
+
+        said = self.writes.then_say(say)
+        if sender is not None:
+            sender.unsaid = said
         return None
+
+    def _echo_root_push(
+        self, action: dict[str, Any], origin: Origin | None, sender: Connection
+    ) -> None:
+        self.fanout.emit(
+            self.root,
+            action,
+            origin=origin,
+            sender=sender,
+            reduce_state=False,
+            sender_only=True,
+        )
 
     async def say_host_action(self, uri: Any, action: Any) -> str | None:
         """Say an action on this host's own account (no origin); why not, or None when said."""

@@ -46,6 +46,14 @@ class Router:
             and self.host.asks.took_action(conn, incoming.params)
         ):
             return  # a client's batch on a watch this host subscribed to (asks.py)
+        unsaid = conn.unsaid
+        if unsaid is not None:
+            if unsaid.done():
+                conn.unsaid = None
+            elif not _root_push(incoming):
+                # Its root config pushes wait for their commit; what it sent after them is
+                # taken once they are said (another push joins them, to share the commit).
+                await unsaid
         answer = await self.handle(conn, incoming)
         if answer is not None:
             self.host.fanout.send(conn, answer)
@@ -92,3 +100,11 @@ class Router:
         if not incoming.has_id:
             return None
         return jsonrpc.result_frame(incoming.id, result)
+
+
+def _root_push(incoming: jsonrpc.Incoming) -> bool:
+    """Whether a frame dispatches a root config push (committed, then said, in order)."""
+    if incoming.method != "dispatchAction":
+        return False
+    action = incoming.params.get("action")
+    return isinstance(action, dict) and action.get("type") == "root/configChanged"

@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 log = logging.getLogger("ahpd.engine")
 
 Write = Callable[[], Awaitable[None]]
+Say = Callable[[], None]
 
 
 class WriteBehind:
@@ -22,6 +23,10 @@ class WriteBehind:
     def __init__(self, delay: float = 0.25) -> None:
         self._delay = delay
         self._pending: dict[str, Write] = {}
+        #: What waits to be said once what was scheduled before it is committed (`then_say`),
+        #: in the order asked, each with the future its asker may wait on.
+        self._to_say: list[tuple[Say, asyncio.Future[None]]] = []
+        self._sayer: asyncio.Task[None] | None = None
         self._wanted = asyncio.Event()
         self._idle = asyncio.Event()
         self._idle.set()
@@ -53,12 +58,42 @@ class WriteBehind:
         # leaves the round to finish, and the writes behind it with it.
         await asyncio.shield(asyncio.create_task(self._locked_round()))
 
+    def then_say(self, say: Say) -> asyncio.Future[None]:
+        """Run `say` once everything scheduled so far is committed, without waiting here: a
+        group commit. Facts that arrive while one commit runs wait for the next, which covers
+        them all, so a burst of them costs one round (one write per key) rather than one
+        each; each is said in the order asked, after its commit. The future is done once
+        `say` ran (a failed write is logged, as every write here, and the fact still said).
+        """
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._to_say.append((say, done))
+        if self._sayer is None:
+            self._sayer = asyncio.create_task(self._say_committed(), name="ahpd-group-commit")
+        return done
+
+    async def _say_committed(self) -> None:
+        try:
+            while self._to_say:
+                batch, self._to_say = self._to_say, []
+                await self._locked_round()
+                for say, done in batch:
+                    try:
+                        say()
+                    except Exception:
+                        log.exception("saying a committed fact failed")
+                    if not done.done():
+                        done.set_result(None)
+        finally:
+            self._sayer = None
+
     async def _locked_round(self) -> None:
         async with self._round:
             await self._write_pending()
 
     async def drain(self) -> None:
-        """Wait until every scheduled write has run."""
+        """Wait until every scheduled write has run, and every fact waiting on one is said."""
+        while self._sayer is not None:
+            await asyncio.shield(self._sayer)
         await self._idle.wait()
 
     async def stop(self) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 
 from django.db import transaction
 
+from ..edge import principal_changes
 from ..models import Membership, Role
 
 #: The built-in role whose holders are the admin site's superusers.
@@ -47,4 +48,6 @@ def set_host_roles(user: Any, roles: Iterable[Role]) -> None:
     Membership.objects.bulk_create(
         [Membership(user=user, role=role) for role in roles if role.pk not in held]
     )
+    # bulk_create sends no post_save: the engine's kept principals are told here.
+    principal_changes.noted(people=[user.pk])
     sync_admin_site(user)
