@@ -16,7 +16,7 @@ from django.db.models import Q, QuerySet, Sum
 from django.utils import timezone
 
 from hosts.engine.principal import Principal
-from hosts.models import Project
+from hosts.store.project_teams import teams_of_projects
 
 from .models import UsageDay, UsageRecord
 from .periods import Periods, zone_of
@@ -44,7 +44,7 @@ def own_pools(principal: Principal) -> list[str]:
     teams = [s.removeprefix("team:") for s in principal.scoped if s.startswith("team:")]
     pools += [f"team:{t}" for t in teams]
     slugs = [s.removeprefix("project:") for s in principal.scoped if s.startswith("project:")]
-    for slug, team in Project.objects.filter(slug__in=slugs).values_list("slug", "team__slug"):
+    for slug, team in teams_of_projects(slugs).items():
         pools.append(f"project:{team}:{slug}")
     return pools
 
