@@ -230,6 +230,17 @@ MIDDLEWARE = [
 ROOT_URLCONF = "ahpsite.urls"
 ASGI_APPLICATION = "ahpsite.asgi.application"
 
+# The composition root (ahpsite/): what one app is given of another, named here so that hosts
+# imports nothing of usage or automations and those two nothing of each other (the layout
+# test, tests/engine/test_layout.py, holds it). These are wiring, not knobs: no environment
+# variable sets them.
+#: What makes the process's engine with its Django adapters (hosts/edge/runtime.py runs it).
+AHPD_ENGINE_BUILDER = "ahpsite.engine.build_engine"
+#: The `ahpd` command's nouns from the other apps, each a register(nouns) function.
+AHPD_COMMAND_NOUNS = ["usage.cli.register"]
+#: What reads a set of sessions' usage: an automation run's figures (automations/run_usage.py).
+AHPD_SESSIONS_USAGE = "usage.reading.used_by_sessions"
+
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",

@@ -1,9 +1,33 @@
-from django.contrib import admin
-from django.urls import include, path
+"""Every app's URLs, mounted by the composition root: the apps import none of each other's.
 
+/api/ holds each app's resources (hosts/api/urls.py, automations/urls.py, usage/urls.py) in
+the one `api` namespace, with the OpenAPI schema (/api/schema/) and its pages (Swagger UI at
+/api/docs/, Redoc at /api/redoc/) over all of them.
+"""
+
+from django.contrib import admin
+from django.urls import URLPattern, URLResolver, include, path
+from drf_spectacular.views import (
+    SpectacularAPIView,
+    SpectacularRedocView,
+    SpectacularSwaggerView,
+)
+
+from automations import urls as automations_urls
+from hosts.api import urls as hosts_api_urls
 from hosts.api.health import healthz
 from hosts.api.metrics import metrics
 from hosts.edge.http_door import websocket_door
+from usage import urls as usage_urls
+
+api_urlpatterns: list[URLPattern | URLResolver] = [
+    *hosts_api_urls.urlpatterns,
+    *automations_urls.urlpatterns,
+    *usage_urls.urlpatterns,
+    path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
+    path("redoc/", SpectacularRedocView.as_view(url_name="api:schema"), name="redoc"),
+]
 
 urlpatterns = [
     path("", websocket_door, name="websocket-door"),
@@ -13,7 +37,7 @@ urlpatterns = [
     # The browsable API's own sign-in and sign-out (the admin site's takes only staff); its
     # templates name the namespace `rest_framework`, so it stands outside the API's.
     path("api/auth/", include("rest_framework.urls")),
-    path("api/", include("hosts.api.urls")),
+    path("api/", include((api_urlpatterns, "api"))),
 ]
 
 # What fails before a view answers, or escapes one: JSON under /api/, Django's pages elsewhere.

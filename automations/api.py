@@ -22,8 +22,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from hosts.api.created import created
-from hosts.api.serializers import KnownFieldsOnly
-from hosts.api.session_views import engine_does
+from hosts.api.engine_calls import engine_does
+from hosts.api.known_fields import KnownFieldsOnly
 from hosts.engine.clock import iso
 
 from .models import Automation, AutomationRun

@@ -14,7 +14,7 @@ from hosts.engine.automations.limits import RUN_LIMIT_ERROR
 from hosts.engine.automations.schedule import Plan, iso_or_none, plan
 from hosts.engine.clock import iso
 from hosts.engine.principal import Principal
-from hosts.store import person_signed_in
+from hosts.store.directory import person_signed_in
 from hosts.store.engine_database import db_call
 
 from .models import Automation, AutomationRun

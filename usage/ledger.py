@@ -30,7 +30,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from hosts.engine.meter import Admission, Use, Work
-from hosts.models import Project
+from hosts.store.project_teams import teams_of_projects
 
 from .decide import Ask, Decision, Limit, Row, decide, glob_matches
 from .models import Policy, PolicySpend, UsageDay, UsageRecord
@@ -67,8 +67,7 @@ def where_of(scope: str) -> Where:
     if kind == "team":
         return Where(slug)
     if kind == "project":
-        team = Project.objects.filter(slug=slug).values_list("team__slug", flat=True).first()
-        return Where(team or "", slug)
+        return Where(teams_of_projects([slug]).get(slug, ""), slug)
     return Where()
 
 
@@ -363,12 +362,3 @@ def _charge_record(record: UsageRecord, payer_ids: Iterable[str], now: datetime)
         if refusal is None and limit is not None and limit.measure != AT_START:
             refusal = f"{spent_words(row, limit)}: the turn is stopped"
     return refusal
-
-
-def row_of_id(policy_id: str) -> Row:
-    from .policy_rows import NoSuchPolicy
-
-    policy = Policy.objects.filter(pk=policy_id).first()
-    if policy is None:
-        raise NoSuchPolicy(f"no policy {policy_id}")
-    return row_of(policy)

@@ -124,7 +124,7 @@ def _policy(
         return _json({"policies": policy_rows.all_rows()})
     if path == "/limits":
         _only(method, ("resourceRead",), where)
-        return _json(policy_rows.limits_json(ledger.row_of_id(policy_id), ""))
+        return _json(policy_rows.limits_json(policy_rows.row_of_id(policy_id), ""))
     if path not in ("", "/"):
         raise ProtocolError(ErrorCode.NOT_FOUND, f"Resource not found: {where}")
     if method == "resourceRead":

@@ -28,11 +28,15 @@ def all_rows() -> list[dict[str, Any]]:
     return [row_json(row_of(p)) for p in Policy.objects.all()]
 
 
-def one_row(policy_id: str) -> dict[str, Any]:
+def row_of_id(policy_id: str) -> Row:
     policy = Policy.objects.filter(pk=policy_id).first()
     if policy is None:
         raise NoSuchPolicy(f"no policy {policy_id}")
-    return row_json(row_of(policy))
+    return row_of(policy)
+
+
+def one_row(policy_id: str) -> dict[str, Any]:
+    return row_json(row_of_id(policy_id))
 
 
 def write_row(policy_id: str, body: Any, *, create_only: bool = False) -> dict[str, Any]:

@@ -7,16 +7,17 @@ teams' and their projects') with no grant; every other pool needs `usage:read`.
 
 from __future__ import annotations
 
-from datetime import date
+from collections.abc import Iterable, Mapping
+from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Q, QuerySet, Sum
+from django.db.models import Count, Q, QuerySet, Sum
 from django.utils import timezone
 
 from hosts.engine.principal import Principal
-from hosts.models import Project
+from hosts.store.project_teams import teams_of_projects
 
 from .models import UsageDay, UsageRecord
 from .periods import Periods, zone_of
@@ -44,7 +45,7 @@ def own_pools(principal: Principal) -> list[str]:
     teams = [s.removeprefix("team:") for s in principal.scoped if s.startswith("team:")]
     pools += [f"team:{t}" for t in teams]
     slugs = [s.removeprefix("project:") for s in principal.scoped if s.startswith("project:")]
-    for slug, team in Project.objects.filter(slug__in=slugs).values_list("slug", "team__slug"):
+    for slug, team in teams_of_projects(slugs).items():
         pools.append(f"project:{team}:{slug}")
     return pools
 
@@ -220,3 +221,35 @@ def groups_json(
 def readable_by_operator() -> list[str]:
     """Every pool charged so far (the command line is the operator's)."""
     return list(UsageDay.objects.order_by("pool").values_list("pool", flat=True).distinct())
+
+
+def used_by_sessions(
+    groups: Mapping[str, Iterable[str]], since: datetime
+) -> dict[str, dict[str, Any]]:
+    """Each group's totals (total_json's figures) over the usage records of its sessions
+    written since `since`, by the group's key, in one query over every group's sessions.
+    Computed when asked, never kept: the meter writes a record per turn naming its session.
+    What an automation run used is this, its sessions grouped by run (AHPD_SESSIONS_USAGE)."""
+    groups = {key: list(sessions) for key, sessions in groups.items()}
+    summed = [figure for figure in FIGURES if figure != "records"]
+    sums: dict[str, dict[str, Any]] = {key: {} for key in groups}
+    sessions = {session for members in groups.values() for session in members}
+    if sessions:
+        # `since` bounds the query by `at`, which is indexed; `session` is not.
+        rows = {
+            row["session"]: row
+            for row in UsageRecord.objects.filter(session__in=sessions, at__gte=since)
+            .values("session")
+            .annotate(
+                records=Count("id"),
+                unpriced=Count("id", filter=Q(cost_usd__isnull=True)),
+                cost_usd=Sum("cost_usd"),
+                **{figure: Sum(figure) for figure in summed},
+            )
+        }
+        for key, members in groups.items():
+            into = sums[key]
+            for row in (rows[session] for session in members if session in rows):
+                for figure in ("records", "unpriced", "cost_usd", *summed):
+                    into[figure] = (into.get(figure) or 0) + (row[figure] or 0)
+    return {key: total_json(figures) for key, figures in sums.items()}

@@ -10,19 +10,17 @@ from urllib.parse import quote
 from django.db.models import Prefetch, Q, QuerySet
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
-from rest_framework import exceptions, generics, serializers, status
+from rest_framework import generics, serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from ..edge import engine_client
 from ..engine import access
 from ..engine.principal import Principal
 from ..models import StoredChat as StoredChatModel
 from ..models import StoredSession, StoredTurn
-from ..protocol.errors import ErrorCode, ProtocolError
-from .auth import ApiUser
 from .created import created
+from .engine_calls import engine_does, principal_of
 from .filters import SessionFilter
 from .serializers import SessionDetailSerializer, SessionSerializer
 
@@ -67,7 +65,7 @@ class SessionsView(generics.ListAPIView):
     filterset_class = SessionFilter
 
     def get_queryset(self) -> QuerySet[StoredSession]:
-        return readable_by(super().get_queryset(), _principal(self.request))
+        return readable_by(super().get_queryset(), principal_of(self.request))
 
     @extend_schema(request=NewSessionSerializer, responses={201: TurnStartedSerializer})
     def post(self, request: Request) -> Response:
@@ -117,7 +115,7 @@ class SessionView(generics.RetrieveAPIView):
 
     def get_queryset(self) -> QuerySet[StoredSession]:
         # One nobody lets them read is not found, as one that is not there.
-        return readable_by(super().get_queryset(), _principal(self.request))
+        return readable_by(super().get_queryset(), principal_of(self.request))
 
     @extend_schema(responses={204: None})
     def delete(self, request: Request, uri: str) -> Response:
@@ -137,49 +135,6 @@ def readable_by(rows: QuerySet[StoredSession], principal: Principal) -> QuerySet
     if not readable.own_anywhere:
         own &= Q(scope__in=readable.own_scopes)
     return rows.filter(own | Q(scope__in=readable.scopes))
-
-
-def _principal(request: Request) -> Principal:
-    user = request.user
-    assert isinstance(user, ApiUser)
-    return user.principal
-
-
-_STATUS = {
-    ErrorCode.SESSION_NOT_FOUND: status.HTTP_404_NOT_FOUND,
-    ErrorCode.NOT_FOUND: status.HTTP_404_NOT_FOUND,
-    ErrorCode.PROVIDER_NOT_FOUND: status.HTTP_400_BAD_REQUEST,
-    ErrorCode.INVALID_PARAMS: status.HTTP_400_BAD_REQUEST,
-    ErrorCode.PERMISSION_DENIED: status.HTTP_403_FORBIDDEN,
-    ErrorCode.TURN_IN_PROGRESS: status.HTTP_409_CONFLICT,
-}
-
-
-class EngineRefused(exceptions.APIException):
-    """The engine's refusal, in its words, with the HTTP status its code maps to."""
-
-    def __init__(self, error: ProtocolError) -> None:
-        super().__init__(detail=error.message)
-        self.status_code = _STATUS.get(error.code, status.HTTP_400_BAD_REQUEST)
-
-
-class EngineDidNotAnswer(exceptions.APIException):
-    """The engine did not answer within the engine client's timeout: 503, saying so."""
-
-    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
-
-
-def engine_does(request: Request, service: str, **args: Any) -> Any:
-    """Run a service as the request's principal through the engine client, on the engine that
-    holds its session; a refusal is answered in the engine's words, with the HTTP status its
-    code maps to, and an engine that did not answer in time as 503."""
-    principal = _principal(request)
-    try:
-        return engine_client.perform(service, principal, **args)
-    except ProtocolError as error:
-        raise EngineRefused(error) from None
-    except engine_client.EngineUnavailable as error:
-        raise EngineDidNotAnswer(str(error)) from None
 
 
 def _body(

@@ -11,7 +11,7 @@ from __future__ import annotations
 from django.http import HttpRequest
 from django.utils.deprecation import MiddlewareMixin
 
-#: Where hosts.api.urls is mounted (ahpsite/urls.py).
+#: Where every app's API is mounted (ahpsite/urls.py).
 API_PREFIX = "/api/"
 
 

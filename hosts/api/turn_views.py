@@ -16,7 +16,7 @@ from ..engine.figures import every_running_turn
 from ..engine.host import Host
 from ..engine.principal import Principal
 from .auth import ApiUser
-from .session_views import EngineDidNotAnswer
+from .engine_calls import EngineDidNotAnswer
 
 
 class RunningTurnSerializer(serializers.Serializer):  # type: ignore[type-arg]

@@ -1,5 +1,6 @@
-"""/api/...: the resources, the OpenAPI schema (/api/schema/) and its pages (Swagger UI at
-/api/docs/, Redoc at /api/redoc/), besides the browsable API of every resource.
+"""The host's resources under /api/: status, me, people and their tokens, teams, projects,
+roles, config, sessions and turns. ahpsite/urls.py mounts them with the other apps' (usage/
+urls.py, automations/urls.py) and the schema's pages, in the one `api` namespace.
 
 Every route ends in a slash, as Django REST framework's do; the same path without it is served
 by the same view (hosts/api/trailing_slash.py). A session's URI is URL-encoded in the path.
@@ -9,18 +10,8 @@ A path nothing here answers is a JSON 404 (hosts/api/errors.py, named in ahpsite
 from __future__ import annotations
 
 from django.urls import path, re_path
-from drf_spectacular.views import (
-    SpectacularAPIView,
-    SpectacularRedocView,
-    SpectacularSwaggerView,
-)
-
-from automations import api as automations_api
-from usage import api as usage_api
 
 from . import me_views, people_views, session_views, turn_views, views
-
-app_name = "api"
 
 urlpatterns = [
     path("status/", views.StatusView.as_view(), name="status"),
@@ -56,16 +47,4 @@ urlpatterns = [
         name="session-cancel",
     ),
     path("sessions/<path:uri>/", session_views.SessionView.as_view(), name="session"),
-    path("automations/", automations_api.AutomationsView.as_view(), name="automations"),
-    path("automations/<str:id>/", automations_api.AutomationView.as_view(), name="automation"),
-    path("automations/<str:id>/run/", automations_api.RunNowView.as_view(), name="automation-run"),
-    path("automations/<str:id>/runs/", automations_api.RunsView.as_view(), name="automation-runs"),
-    path("usage/", usage_api.UsageView.as_view(), name="usage"),
-    path("usage/<str:pool>/", usage_api.PoolView.as_view(), name="usage-pool"),
-    path("usage/<str:pool>/records/", usage_api.PoolRecordsView.as_view(), name="usage-records"),
-    path("policies/", usage_api.PoliciesView.as_view(), name="policies"),
-    path("policies/<str:id>/", usage_api.PolicyView.as_view(), name="policy"),
-    path("schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
-    path("redoc/", SpectacularRedocView.as_view(url_name="api:schema"), name="redoc"),
 ]

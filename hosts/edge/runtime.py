@@ -1,5 +1,9 @@
 """The process's one engine: made on first use, started inside the serving event loop.
 
+What it is made of (the store, the directory, the meter, the automations' store) is the
+composition root's to say: settings.AHPD_ENGINE_BUILDER names the function that makes it
+(ahpsite/engine.py), so the host app imports nothing of the apps that adapt its ports.
+
 The Django side reaches it through the engine client (engine_client.py): on its loop from this
 process, through the channel layer (the named channel ENGINE_CHANNEL) from a Celery worker,
 never by touching sockets.
@@ -12,21 +16,21 @@ import concurrent.futures
 import gc
 import logging
 import threading
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from channels.layers import get_channel_layer
 from django.conf import settings
+from django.utils.module_loading import import_string
 
 from ..backends.base import Agent
 from ..backends.config import build_agents, load_agents
 from ..backends.sandbox import SandboxSettings, decide
-from ..engine.automations import Automations
 from ..engine.host import Host, HostSettings
 from ..engine.router import Router
 from ..engine.terminals import TerminalSettings
-from ..store import DjangoDirectory, DjangoStore
 from ..store.engine_database import close_connections_async
 from . import relay
 
@@ -132,18 +136,9 @@ async def get_router() -> Router:
     global _host, _router, _inbox, _loop
     if _host is None:
         _loop = asyncio.get_running_loop()
-        layer = get_channel_layer()
-        _host = Host(
-            DjangoStore(),
-            host_settings(),
-            configured_agents(),
-            DjangoDirectory(),
-            relay=relay.LayerRelay(layer) if layer is not None else None,
-        )
+        build: Callable[[], Host] = import_string(settings.AHPD_ENGINE_BUILDER)
+        _host = build()
         _router = Router(_host)
-        from usage.meter import DjangoMeter
-
-        _host.turns.metering.meter = DjangoMeter()
         await _host.start()
         await _start_automations(_host)
         # What the engine read at start lives as long as the process: the cyclic collector
@@ -157,10 +152,10 @@ async def get_router() -> Router:
 
 
 async def _start_automations(host: Host) -> None:
-    """The catalogue read back, and, in the embedded deployment, this process's scheduler."""
-    from automations.store import DjangoAutomationStore
-
-    host.automations = Automations(host, DjangoAutomationStore())
+    """The catalogue read back, and, in the embedded deployment, this process's scheduler
+    (a host made with no automations' store has none)."""
+    if host.automations is None:
+        return
     await host.automations.start()
     if settings.AHPD_AUTOMATION_SCHEDULER == "embedded":
         host.automations.start_scheduler(settings.AHPD_AUTOMATION_TICK_SECONDS)

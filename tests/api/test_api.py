@@ -15,8 +15,8 @@ from drf_spectacular.generators import SchemaGenerator
 from drf_spectacular.validation import validate_schema
 from rest_framework.test import APIClient
 
+from ahpsite.urls import api_urlpatterns
 from hosts import store
-from hosts.api import urls as api_urls
 from hosts.api.auth import host_name
 from hosts.edge import door
 from hosts.models import (
@@ -523,7 +523,7 @@ def test_a_foreign_host_header_is_400(root: APIClient, engine_here: None) -> Non
 
 
 def test_every_route_reverse_and_the_schema_end_in_a_slash(root: APIClient) -> None:
-    patterns = [p for p in api_urls.urlpatterns if isinstance(p, URLPattern)]
+    patterns = [p for p in api_urlpatterns if isinstance(p, URLPattern)]
     assert patterns and all(str(p.pattern).rstrip("$").endswith("/") for p in patterns)
     assert reverse("api:sessions") == "/api/sessions/"
     assert reverse("api:session-cancel", kwargs={"uri": "ahp-session:/a"}).endswith("/cancel/")

@@ -42,7 +42,7 @@ DJANGO_SIDE = [
     ),
 ]
 #: Where a service's name is passed on (engine_does, admin_does), not named.
-FORWARDERS = {"hosts/api/session_views.py", "hosts/admin_engine_calls.py"}
+FORWARDERS = {"hosts/api/engine_calls.py", "hosts/admin_engine_calls.py"}
 #: How the Django side reaches the engine other than through the engine client.
 AROUND_THE_CLIENT = {
     "call_engine",

@@ -11,6 +11,7 @@
     ahpd sessions [--running] [--cancel <uri>]
     ahpd usage [<pool>]                  the pools charged, or one's day, week and month
     ahpd policy list | show <id> | set <id> <json> | rm <id>
+                                         (usage/cli.py's, named by AHPD_COMMAND_NOUNS)
 
 `--json` anywhere on the line prints JSON a script can rely on; `-h` after any noun or verb
 says what it takes. The commands read the server's own settings (the environment, else the
@@ -25,13 +26,14 @@ import json
 import sys
 from typing import Any
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.utils.module_loading import import_string
 
 from hosts.management.ahpd import live, people, teams, tokens
 from hosts.management.ahpd.checks import database_ready
 from hosts.management.ahpd.verbs import JSON_HELP, Shown, rows
 from hosts.store import ensure_builtin_roles
-from usage import cli as usage_cli
 
 
 class Command(BaseCommand):
@@ -47,7 +49,10 @@ class Command(BaseCommand):
         tokens.register(nouns, user)  # `user token` mints one, among the user noun's verbs
         teams.register(nouns)
         live.register(nouns)
-        usage_cli.register(nouns)
+        # The other apps' nouns (usage and policy, usage/cli.py), as the composition root
+        # names them: hosts imports nothing of the apps beside it.
+        for register in settings.AHPD_COMMAND_NOUNS:
+            import_string(register)(nouns)
 
     def execute(self, *args: Any, **options: Any) -> Any:
         try:

@@ -45,11 +45,14 @@ class Command(BaseCommand):
         self._settings_kept()
         self._usage_zone_said()
 
+        from channels.routing import get_default_application
         from twisted.internet import reactor
         from twisted.internet.defer import Deferred
 
-        from ahpsite.asgi import application
         from hosts.edge.runtime import get_host, shutdown
+
+        # ASGI_APPLICATION (ahpsite/asgi.py): the project's, which hosts does not import.
+        application = get_default_application()
 
         # The engine reads the store (root config and every session kept) on the loop daphne
         # will run, before the port opens: a client that connects once "serving" is printed is

@@ -1,0 +1,33 @@
+"""The composition root's engine: the host made with its Django adapters, the ORM store and
+people directory (hosts/store/), the usage meter (usage/meter.py) and the automations'
+store (automations/store.py). hosts/edge/runtime.py runs what this makes (its loop, its start
+and stop, its inbox) and knows it only as settings.AHPD_ENGINE_BUILDER, so hosts imports
+nothing of usage or automations."""
+
+from __future__ import annotations
+
+from channels.layers import get_channel_layer
+
+from automations.store import DjangoAutomationStore
+from hosts.edge.relay import LayerRelay
+from hosts.edge.runtime import configured_agents, host_settings
+from hosts.engine.automations import Automations
+from hosts.engine.host import Host
+from hosts.store import DjangoDirectory, DjangoStore
+from usage.meter import DjangoMeter
+
+
+def build_engine() -> Host:
+    """The process's host, made and not started: runtime.get_router starts it, then its
+    automations."""
+    layer = get_channel_layer()
+    host = Host(
+        DjangoStore(),
+        host_settings(),
+        configured_agents(),
+        DjangoDirectory(),
+        relay=LayerRelay(layer) if layer is not None else None,
+    )
+    host.turns.metering.meter = DjangoMeter()
+    host.automations = Automations(host, DjangoAutomationStore())
+    return host

@@ -1,0 +1,14 @@
+"""Which team holds each project: what another app reads of hosts' projects (usage names a
+project's pool by its team), so it never reads hosts' tables itself."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ..models import Project
+
+
+def teams_of_projects(slugs: Iterable[str]) -> dict[str, str]:
+    """Each project's team slug, by project slug; a slug no project has is left out."""
+    rows = Project.objects.filter(slug__in=list(slugs)).values_list("slug", "team__slug")
+    return {slug: team for slug, team in rows}
