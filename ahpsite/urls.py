@@ -17,7 +17,7 @@ from automations import urls as automations_urls
 from hosts.api import urls as hosts_api_urls
 from hosts.api.health import healthz
 from hosts.api.metrics import metrics
-from hosts.edge.http_door import websocket_door
+from hosts.edge.plain_http import websocket_door
 from usage import urls as usage_urls
 
 api_urlpatterns: list[URLPattern | URLResolver] = [

@@ -17,8 +17,8 @@ from django.utils.safestring import mark_safe
 
 from .admin_engine_calls import admin_does
 from .edge import engine_client, runtime
-from .engine.figures import RunningTurn, running_turns
 from .engine.host import Host
+from .engine.host_status import RunningTurn, running_turns
 
 #: How often the page reads the running turns again.
 REFRESH_MS = 2000

@@ -227,13 +227,13 @@ def test_a_listing_read_from_the_server_follows_its_pages(monkeypatch, settings)
     from rest_framework.test import APIClient
 
     from hosts.api import pages
-    from hosts.edge import door
+    from hosts.edge import connection_token
     from hosts.edge.control import Running
     from hosts.management.ahpd import server
     from hosts.models import StoredSession
 
     settings.AHPD_CONNECTION_TOKEN, settings.AHPD_CONNECTION_TOKEN_FILE = "root", None
-    door.connection_token.cache_clear()
+    connection_token.connection_token.cache_clear()
     record = Running(1, "here", "http://testserver/", "ws://testserver/", "root")
     monkeypatch.setattr(server, "serving", lambda: record)
     asked: list[str] = []
@@ -253,6 +253,6 @@ def test_a_listing_read_from_the_server_follows_its_pages(monkeypatch, settings)
     try:
         found = server.listing("sessions/")
     finally:
-        door.connection_token.cache_clear()
+        connection_token.connection_token.cache_clear()
     assert [row["uri"] for row in found] == [f"ahp-session:/{n}" for n in (4, 3, 2, 1, 0)]
     assert len(asked) == 3

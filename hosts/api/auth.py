@@ -16,7 +16,7 @@ from rest_framework.authentication import (
 from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.request import Request
 
-from ..edge import control, door
+from ..edge import connection_token, control
 from ..engine.principal import Principal, root
 from ..store import person_for_token, person_signed_in
 
@@ -73,7 +73,9 @@ def bearer_token(request: Request | HttpRequest) -> str | None:
 def principal_for(token: str) -> Principal | None:
     """Root for the deployment's connection token and for the server's control token (the
     management commands', hosts/edge/control.py), the person for theirs, None otherwise."""
-    if (door.connection_token() is not None and door.admits(token)) or control.admits(token):
+    if (
+        connection_token.connection_token() is not None and connection_token.admits(token)
+    ) or control.admits(token):
         return root(host_name())
     return person_for_token(token)
 
@@ -95,7 +97,7 @@ class BearerAuthentication(BaseAuthentication):
         return ApiUser(principal), token
 
     def authenticate_header(self, request: Request) -> str:
-        return door.challenge(getattr(request._request, _OFFERED, None))
+        return connection_token.challenge(getattr(request._request, _OFFERED, None))
 
 
 class AdminSiteSession(SessionAuthentication):

@@ -1,4 +1,4 @@
-"""/metrics: the engine's figures (engine/figures.py) in Prometheus's text format.
+"""/metrics: the engine's figures (engine/host_status.py) in Prometheus's text format.
 
 Read with a bearer token that holds `diagnostics:read` (the deployment's own, or an admin's):
 the figures say how busy the host is and which agents fail, which is nobody else's business.
@@ -20,9 +20,9 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
-from ..edge import door, engine_client
-from ..engine.figures import Figures, figures
+from ..edge import connection_token, engine_client
 from ..engine.host import Host
+from ..engine.host_status import Figures, figures
 from .auth import bearer_token, principal_for
 
 #: The grant reading /metrics needs.
@@ -101,7 +101,7 @@ def metrics(request: HttpRequest) -> HttpResponse:
     principal = principal_for(token) if token is not None else None
     if principal is None:
         refused = HttpResponse("a bearer token is needed\n", status=401, content_type="text/plain")
-        refused["WWW-Authenticate"] = door.challenge(token)
+        refused["WWW-Authenticate"] = connection_token.challenge(token)
         return refused
     if not principal.may(GRANT):
         return HttpResponse(

@@ -12,8 +12,8 @@ from rest_framework.response import Response
 
 from ..edge import engine_client
 from ..engine import access
-from ..engine.figures import every_running_turn
 from ..engine.host import Host
+from ..engine.host_status import every_running_turn
 from ..engine.principal import Principal
 from .auth import ApiUser
 from .engine_calls import EngineDidNotAnswer

@@ -12,7 +12,7 @@ from ..engine.connection import Connection
 from ..engine.router import Router
 from ..protocol import jsonrpc
 from ..protocol.errors import ErrorCode, ProtocolError
-from . import door
+from . import connection_token
 from .daphne_wire import FRAMES, DaphneWire
 from .runtime import get_router
 
@@ -74,11 +74,11 @@ class AhpConsumer(AsyncConsumer):
             await self.send({"type": "websocket.close"})
             return
         headers = {k.decode("latin1").lower(): v.decode("latin1") for k, v in self.scope["headers"]}
-        if door.upgrade_refusal(headers) is not None:
+        if connection_token.upgrade_refusal(headers) is not None:
             # Refused 403 at the upgrade by the server in front; plain daphne says 403 too.
             await self.send({"type": "websocket.close"})
             return
-        token = door.token_from(self.scope.get("query_string", b""), headers)
+        token = connection_token.token_from(self.scope.get("query_string", b""), headers)
         self.router = router = await get_router()
         host = router.host
         if host.stopping:
@@ -87,7 +87,7 @@ class AhpConsumer(AsyncConsumer):
         # The deployment's token is the deployment (root); a person's token signs the
         # connection in as that person, which is how VS Code (?tkn= only) connects as one.
         principal = None
-        if not door.admits(token):
+        if not connection_token.admits(token):
             principal = await host.directory.principal_for_token(token) if token else None
             if principal is None:
                 # The server in front refused this at the upgrade with 401; plain daphne

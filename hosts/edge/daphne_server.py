@@ -21,7 +21,7 @@ from autobahn.twisted.websocket import ConnectionDeny
 from daphne.ws_protocol import WebSocketFactory, WebSocketProtocol
 from twisted.internet import reactor, threads
 
-from . import door
+from . import connection_token
 
 log = logging.getLogger("ahpd.door")
 
@@ -33,17 +33,17 @@ class DoorWebSocketProtocol(WebSocketProtocol):
         if request.path not in ("", "/"):
             raise ConnectionDeny(404, "Not Found")
         # A web page elsewhere is refused before its token is looked at: it learns nothing.
-        refused = door.upgrade_refusal(request.headers)
+        refused = connection_token.upgrade_refusal(request.headers)
         if refused is not None:
             log.warning("refused a connection from %s: %s", request.peer, refused)
             raise ConnectionDeny(403, "Forbidden")
-        token = door.token_from_query(request.params, request.headers)
-        if door.admits(token):
+        token = connection_token.token_from_query(request.params, request.headers)
+        if connection_token.admits(token):
             return super().onConnect(request)
         if token is None:
             return self._refuse(request, token)
         # A person's token opens the door too; who it is, is the database's to say.
-        decided = threads.deferToThread(door.person_admitted, token)
+        decided = threads.deferToThread(connection_token.person_admitted, token)
         decided.addCallback(
             lambda admitted: (
                 super(DoorWebSocketProtocol, self).onConnect(request)
@@ -54,7 +54,7 @@ class DoorWebSocketProtocol(WebSocketProtocol):
         return decided
 
     def _refuse(self, request: Any, token: str | None) -> Any:
-        self._challenge = door.challenge(token)
+        self._challenge = connection_token.challenge(token)
         log.info(
             "refused a connection from %s: %s token",
             request.peer,
@@ -66,7 +66,10 @@ class DoorWebSocketProtocol(WebSocketProtocol):
         headers = list(responseHeaders or [])
         if code == 401:
             headers.append(
-                ("WWW-Authenticate", getattr(self, "_challenge", door.CHALLENGE_MISSING))
+                (
+                    "WWW-Authenticate",
+                    getattr(self, "_challenge", connection_token.CHALLENGE_MISSING),
+                )
             )
         headers.append(("Access-Control-Allow-Origin", "*"))
         headers.append(("Content-Length", "0"))

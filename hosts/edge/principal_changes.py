@@ -1,6 +1,6 @@
 """Telling the engine that what a person's principal is read from changed.
 
-The engine keeps each signed-in token's principal (hosts/engine/gate.py) instead of reading it
+The engine keeps each signed-in token's principal (hosts/engine/permissions.py) instead of reading it
 from the database on every command. Whatever changes a token, a person, a membership, a role, a
 team or a project, in whichever process, tells every engine that may hold it once the change is
 committed, and waits until it is taken: so a revoked token or a changed role holds on the next
@@ -28,7 +28,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models.signals import post_delete, post_save
 
-from ..engine.gate import PRINCIPAL_MAX_AGE_S
+from ..engine.permissions import PRINCIPAL_MAX_AGE_S
 from ..models import Membership, Project, Role, Team, Token
 
 log = logging.getLogger("ahpd.principals")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..protocol.actions import ACTIONS
 from ..protocol.methods import METHODS
-from .asks import ASKED
+from .client_requests import ASKED
 from .commands import COMMANDS
 from .rules import RULES, ActionRule
 

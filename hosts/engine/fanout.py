@@ -75,7 +75,7 @@ class Fanout:
         self._flush_wanted = asyncio.Event()
         self._none_left = asyncio.Event()
         self._flusher: asyncio.Task[None] | None = None
-        #: What an operator reads (figures.py), counted where it happens: one addition per
+        #: What an operator reads (host_status.py), counted where it happens: one addition per
         #: envelope or per frame sent, never a pass over the watchers.
         self.connections_opened = 0
         self.envelopes = 0

@@ -1,6 +1,6 @@
 """The authoritative host: the parts of the engine, made and started together.
 
-`Host` composes the fan-out core (fanout.py), the permission gate (gate.py), the clients it has
+`Host` composes the fan-out core (fanout.py), the permission gate (permissions.py), the clients it has
 met (clients.py), the sessions table with their presence and turns (sessions/), root config
 and the write-behind to the store. Nothing here routes a request (router.py does) or decides
 what an action does (rules/ and services/ do): each part is reached through its own interface.
@@ -24,18 +24,18 @@ from ..protocol.shapes import Origin
 from ..protocol.uris import ROOT_URI
 from ..protocol.validation import action_problem
 from . import access, changesets, grants, root_config
-from .asks import Asks
 from .changesets import Changesets
 from .changesets import git as changeset_git
-from .changesets.kept import Kept
+from .changesets.outside_git import Kept
 from .channel import Channel
+from .client_requests import Asks
 from .clients import Clients
 from .clock import now_ms
 from .connection import Connection
 from .fanout import Fanout
 from .folder_watchers import FolderWatchers
-from .gate import Gate
 from .host_settings import HostSettings as HostSettings
+from .permissions import Gate
 from .placement import HereOnly, Placement, Relay
 from .ports import Store, Transport
 from .principal import USERS_RESOURCE_METADATA, Directory, NoDirectory, Principal

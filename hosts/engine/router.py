@@ -45,7 +45,7 @@ class Router:
             and not incoming.has_id
             and self.host.asks.took_action(conn, incoming.params)
         ):
-            return  # a client's batch on a watch this host subscribed to (asks.py)
+            return  # a client's batch on a watch this host subscribed to (client_requests.py)
         unsaid = conn.unsaid
         if unsaid is not None:
             if unsaid.done():

@@ -15,7 +15,7 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from hosts import store
-from hosts.edge import door
+from hosts.edge import connection_token as edge_token
 from hosts.models import Membership, Role, Team
 
 pytestmark = pytest.mark.django_db
@@ -29,10 +29,10 @@ def connection_token(settings: Any) -> Iterator[None]:
     settings.AHPD_CONNECTION_TOKEN = ROOT
     settings.AHPD_CONNECTION_TOKEN_FILE = None
     settings.AHPD_WITHOUT_CONNECTION_TOKEN = False
-    door.connection_token.cache_clear()
+    edge_token.connection_token.cache_clear()
     store.ensure_builtin_roles()
     yield
-    door.connection_token.cache_clear()
+    edge_token.connection_token.cache_clear()
 
 
 @pytest.fixture

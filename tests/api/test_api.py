@@ -18,7 +18,7 @@ from rest_framework.test import APIClient
 from ahpsite.urls import api_urlpatterns
 from hosts import store
 from hosts.api.auth import host_name
-from hosts.edge import door
+from hosts.edge import connection_token as edge_token
 from hosts.models import (
     Membership,
     Project,
@@ -42,10 +42,10 @@ def connection_token(settings: Any) -> Iterator[str]:
     settings.AHPD_CONNECTION_TOKEN = ROOT
     settings.AHPD_CONNECTION_TOKEN_FILE = None
     settings.AHPD_WITHOUT_CONNECTION_TOKEN = False
-    door.connection_token.cache_clear()
+    edge_token.connection_token.cache_clear()
     store.ensure_builtin_roles()
     yield ROOT
-    door.connection_token.cache_clear()
+    edge_token.connection_token.cache_clear()
 
 
 def client(token: str | None = None) -> APIClient:

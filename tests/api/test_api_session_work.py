@@ -13,7 +13,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from hosts import store
-from hosts.edge import door, engine_client, runtime
+from hosts.edge import connection_token, engine_client, runtime
 from hosts.engine.host import Host
 from tests.support.agents import local_agent_config
 from tests.support.fake_openai import FakeOpenAi
@@ -32,7 +32,7 @@ def engine(settings: Any, tmp_path: Any) -> Iterator[None]:
     settings.AHPD_CONNECTION_TOKEN = ROOT
     settings.AHPD_CONNECTION_TOKEN_FILE = None
     settings.AHPD_WITHOUT_CONNECTION_TOKEN = False
-    door.connection_token.cache_clear()
+    connection_token.connection_token.cache_clear()
     runtime.configured_agents.cache_clear()
     store.ensure_builtin_roles()
     yield
@@ -48,7 +48,7 @@ def engine(settings: Any, tmp_path: Any) -> Iterator[None]:
     if loop is not None:
         loop.call_soon_threadsafe(loop.stop)
     runtime.configured_agents.cache_clear()
-    door.connection_token.cache_clear()
+    connection_token.connection_token.cache_clear()
     model.close()
 
 

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from hosts.engine.changesets import invocations
+from hosts.engine.changesets.changeset_table import Changeset
 from hosts.engine.changesets.operations import Tree
-from hosts.engine.changesets.table import Changeset
 from hosts.engine.channel import Channel
 from hosts.protocol.errors import ProtocolError
 

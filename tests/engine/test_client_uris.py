@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hosts.engine.asks import client_uri, to_client_uri
+from hosts.engine.client_requests import client_uri, to_client_uri
 
 # (as the client knows it, as this host names it on client `editor`)
 FORMS = [

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from hosts.engine.channel import Channel
-from hosts.engine.gate import Gate
+from hosts.engine.permissions import Gate
 from hosts.engine.principal import Principal
 from hosts.protocol.errors import ErrorCode, ProtocolError
 from hosts.protocol.uris import ROOT_URI

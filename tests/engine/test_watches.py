@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from hosts.engine.asks import Asks
 from hosts.engine.changesets import watching
 from hosts.engine.channel import Channel
+from hosts.engine.client_requests import Asks
 from hosts.engine.clients import Clients
 from hosts.engine.fanout import Fanout
 from hosts.engine.folder_watchers import FolderWatchers, Notifier

@@ -114,7 +114,7 @@ async def read_between(
     """What changed between the tree `base` and the tree `then` (a turn's end), or the working
     tree as it stands (None: `current`, else the repository's own snapshot): the before side
     read from `base`, the after side from `then`, or the file on disk. `env` names where the
-    trees are kept, for a folder outside any repository (kept.py)."""
+    trees are kept, for a folder outside any repository (outside_git.py)."""
     now = then if then is not None else await (current or (lambda: git.snapshot(top)))()
     if now is None:
         return [], []

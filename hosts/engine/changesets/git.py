@@ -68,7 +68,7 @@ def run_in(sandbox: Sandbox | None) -> None:
 
 
 #: What a call adds to git's environment: None for the folder's own repository, or where this
-#: host keeps a folder outside any git tree (kept.py: GIT_DIR and GIT_WORK_TREE).
+#: host keeps a folder outside any git tree (outside_git.py: GIT_DIR and GIT_WORK_TREE).
 Env = Mapping[str, str] | None
 
 

@@ -27,7 +27,7 @@ from typing import Any
 from ...protocol.errors import ErrorCode, ProtocolError, invalid_params
 from ..sessions.records import file_path
 from . import git, operations
-from .table import Changeset, Changesets, InFlight
+from .changeset_table import Changeset, Changesets, InFlight
 
 METHOD = "invokeChangesetOperation"
 

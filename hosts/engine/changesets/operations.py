@@ -38,7 +38,7 @@ class Tree:
     rows: tuple[git.Row, ...]
     #: What the session found (its first turn's start), for a session's changes; else None.
     base: str | None = None
-    #: Where the trees are kept for a folder outside any repository (kept.py); else None.
+    #: Where the trees are kept for a folder outside any repository (outside_git.py); else None.
     env: git.Env = None
 
 

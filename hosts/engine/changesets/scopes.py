@@ -8,7 +8,7 @@
   working tree while it runs).
 
 A folder in a git working tree has all three, its trees kept in its own repository; one
-outside any has the last two where this host keeps trees of its own (kept.py), the before
+outside any has the last two where this host keeps trees of its own (outside_git.py), the before
 side of each file the content its first turn found. A changeset is a scope nested under its
 session's URI, so what is a session's is a prefix.
 """
@@ -22,8 +22,8 @@ from typing import Any
 
 from ..sessions.records import SessionRecord, file_path
 from . import files, git
-from .kept import Kept
 from .operations import Tree, declared, declared_for_session
+from .outside_git import Kept
 
 SEGMENT = "/changeset/"
 UNCOMMITTED = "uncommitted"

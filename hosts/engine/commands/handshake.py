@@ -17,8 +17,8 @@ from ...protocol.validation import (
 from ...protocol.versions import SUPPORTED_VERSIONS, VersionFormatError, negotiate
 from ..channel import Channel
 from ..connection import Connection
-from ..gate import readable
 from ..host import Host
+from ..permissions import readable
 from ..principal import USERS_RESOURCE, USERS_RESOURCE_METADATA
 from ..replay import Entry, seen
 from ..sessions.local_commands import PREFIX

@@ -25,7 +25,7 @@ from ...protocol.validation import (
     optional_str,
     required_str,
 )
-from .. import asks, meter
+from .. import client_requests, meter
 from ..changesets import files as changeset_files
 from ..connection import Connection
 from ..host import Host
@@ -40,16 +40,16 @@ ENCODINGS = ("base64", "utf-8")
 
 def or_the_clients(method: str, handler: Handler) -> Handler:
     """`handler` for this host's files; for a client's own (`vscode-agent-client:`), the
-    same request asked of that client, its answer given back as it gave it (asks.py)."""
-    key = asks.FORWARDED[method][0]
+    same request asked of that client, its answer given back as it gave it (client_requests.py)."""
+    key = client_requests.FORWARDED[method][0]
 
     async def handle(host: Host, conn: Connection, params: dict[str, Any]) -> dict[str, Any]:
         uri = params.get(key)
-        named = asks.client_uri(uri) if isinstance(uri, str) else None
+        named = client_requests.client_uri(uri) if isinstance(uri, str) else None
         if named is None:
             return await handler(host, conn, params)
         assert isinstance(uri, str)
-        said = asks.as_the_client_knows(params, named[0], method)
+        said = client_requests.as_the_client_knows(params, named[0], method)
         answer: dict[str, Any] = await host.asks.ask(conn.principal.ref, uri, method, said)
         return answer
 
@@ -195,7 +195,7 @@ async def resource_request(host: Host, conn: Connection, params: dict[str, Any])
 
 
 #: The resource family this host serves, with what each needs; a client's own files (of the
-#: methods asks.py forwards) are asked of that client.
+#: methods client_requests.py forwards) are asked of that client.
 SERVED: dict[str, tuple[Handler, str | None]] = {
     "resourceRead": (
         or_the_meters("resourceRead", or_the_clients("resourceRead", resource_read), "file:get"),

@@ -17,8 +17,8 @@ from typing import Any
 
 from ...protocol.errors import ErrorCode, ProtocolError
 from ...protocol.uris import ROOT_URI
-from ..asks import Asks, client_uri, to_client_uri
 from ..channel import Channel
+from ..client_requests import Asks, client_uri, to_client_uri
 from ..clock import Cancellable
 from ..connection import Connection
 from ..fanout import Fanout

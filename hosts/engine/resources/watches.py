@@ -30,8 +30,8 @@ from watchfiles import Change
 
 from ...protocol.errors import ErrorCode, ProtocolError, invalid_params
 from ...protocol.uris import ROOT_URI
-from ..asks import Asks, client_uri
 from ..channel import Channel
+from ..client_requests import Asks, client_uri
 from ..clock import Cancellable, Later, call_later
 from ..connection import Connection
 from ..fanout import Fanout
@@ -270,7 +270,7 @@ class Watches:
 
     def refusal(self, who: str, channel: Channel) -> ProtocolError | None:
         """Why `who` may not watch a watch channel beyond its grant (a client's files are its
-        person's alone, asks.py; a person holds AHPD_WATCHES_PER_PERSON at most), or None."""
+        person's alone, client_requests.py; a person holds AHPD_WATCHES_PER_PERSON at most), or None."""
         if isinstance(self._watches.get(channel.uri), ClientWatch):
             try:
                 self._asks.permit(who, str(channel.state["root"]))

@@ -14,8 +14,8 @@ from ...protocol.shapes import Origin
 from .. import access
 from ..channel import Channel
 from ..connection import Connection
-from ..gate import require
 from ..host import Host
+from ..permissions import require
 from ..principal import Principal
 from ..sessions import LiveChat, LiveSession
 

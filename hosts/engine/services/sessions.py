@@ -10,8 +10,8 @@ from ...protocol import validation
 from ...protocol.errors import ErrorCode, ProtocolError, invalid_params
 from ...protocol.uris import kind_of
 from .. import access
-from ..gate import denied
 from ..host import Host
+from ..permissions import denied
 from ..sessions import LiveSession
 from ..sessions.records import derived_default_chat_uri
 from .caller import Caller, session_of, user_message

@@ -3,10 +3,10 @@ which of their agents keep running."""
 
 from __future__ import annotations
 
-from .live import LiveChat, LiveSession
+from .live_session import LiveChat, LiveSession
 from .presence import Presence
-from .residency import Residency
-from .table import Sessions
+from .running_agents import Residency
+from .session_table import Sessions
 from .turns import Turns
 
 __all__ = ["LiveChat", "LiveSession", "Presence", "Residency", "Sessions", "Turns"]

@@ -22,7 +22,7 @@ from typing import Any
 from ...backends.base import Attachment, TurnRequest
 from ...backends.fence_walk import NotRegular, Outside, read_regular, walk
 from ...protocol.errors import ProtocolError
-from ..asks import Asks, client_uri
+from ..client_requests import Asks, client_uri
 from ..resources.files import content_type
 from ..resources.served import Served
 

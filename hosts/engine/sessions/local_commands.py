@@ -22,7 +22,7 @@ from ...backends.base import TurnEnd, TurnEvents, TurnRequest
 from ..access import Personal
 from ..terminals import LiveTerminal, Terminals
 from .jails import session_jail
-from .live import LiveChat
+from .live_session import LiveChat
 from .records import file_path
 
 log = logging.getLogger("ahpd.terminals")

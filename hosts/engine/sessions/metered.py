@@ -17,7 +17,7 @@ from typing import Any
 
 from ...backends.base import TurnRequest
 from ..meter import Meter, NoMeter, Use, Work
-from .live import LiveChat
+from .live_session import LiveChat
 from .runner import TurnRunner
 
 log = logging.getLogger("ahpd.usage")

@@ -9,11 +9,11 @@ from ...backends.base import AgentChat, BackendError, ChatContext
 from ..terminals import Terminals
 from .agent_terminals import AgentTerminals
 from .jails import session_jail
-from .live import LiveChat
+from .live_session import LiveChat
 from .local_commands import command_of
 from .records import assistant_text, file_path
-from .residency import Residency
-from .table import Sessions
+from .running_agents import Residency
+from .session_table import Sessions
 
 
 async def open_agent_chat(

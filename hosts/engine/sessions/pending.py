@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .live import LiveChat
+from .live_session import LiveChat
 
 if TYPE_CHECKING:
-    from .table import Sessions
+    from .session_table import Sessions
 
 
 class PendingMessages:

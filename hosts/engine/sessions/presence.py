@@ -12,8 +12,8 @@ from collections.abc import Iterable
 
 from ..channel import Channel
 from ..fanout import Fanout
-from .live import LiveSession
-from .table import Sessions
+from .live_session import LiveSession
+from .session_table import Sessions
 
 
 class Presence:

@@ -10,7 +10,7 @@ from ...protocol.reducers._common import (
 )
 from ...protocol.shapes import SessionSummary
 from ..clock import iso
-from .live import LiveSession
+from .live_session import LiveSession
 
 
 def session_row(session: LiveSession) -> SessionSummary:

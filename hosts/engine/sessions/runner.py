@@ -28,7 +28,7 @@ _part_numbers = itertools.count(1)
 
 
 class TurnSink(Protocol):
-    """Where a turn's actions go: its chat (sessions/live.py's LiveChat)."""
+    """Where a turn's actions go: its chat (sessions/live_session.py's LiveChat)."""
 
     def say(self, action: dict[str, Any]) -> None: ...
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from .live import LiveChat
+from .live_session import LiveChat
 
 
 async def _nothing(chat: LiveChat, turn_id: str) -> None:

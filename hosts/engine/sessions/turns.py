@@ -20,15 +20,15 @@ from ...protocol.reducers import reduce
 from ...protocol.shapes import Origin
 from ..clock import iso, now_ms
 from .attachments import Attachments, turn_request
-from .live import INTERRUPTED, LiveChat, cancel_backend
+from .live_session import INTERRUPTED, LiveChat, cancel_backend
 from .local_commands import LocalCommands
 from .metered import Metering
 from .opening import open_agent_chat
 from .pending import PendingMessages
-from .residency import Residency
 from .runner import TurnRunner, sender_of
-from .table import Sessions
-from .tally import TurnTally
+from .running_agents import Residency
+from .session_table import Sessions
+from .turn_counts import TurnTally
 from .turn_hooks import TurnHooks
 
 log = logging.getLogger("ahpd.sessions")

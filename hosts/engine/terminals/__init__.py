@@ -8,7 +8,7 @@
 * `shells`: which shell runs, with ahpd's shell integration (`shell/`), where and with what.
 """
 
-from .live import LiveTerminal
-from .table import TerminalCap, Terminals, TerminalSettings
+from .live_terminal import LiveTerminal
+from .terminal_table import TerminalCap, Terminals, TerminalSettings
 
 __all__ = ["LiveTerminal", "TerminalCap", "TerminalSettings", "Terminals"]

@@ -30,7 +30,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils.module_loading import import_string
 
-from hosts.management.ahpd import live, people, teams, tokens
+from hosts.management.ahpd import people, server_status, teams, tokens
 from hosts.management.ahpd.checks import database_ready
 from hosts.management.ahpd.verbs import JSON_HELP, Shown, rows
 from hosts.store import ensure_builtin_roles
@@ -48,7 +48,7 @@ class Command(BaseCommand):
         user = people.register(nouns)
         tokens.register(nouns, user)  # `user token` mints one, among the user noun's verbs
         teams.register(nouns)
-        live.register(nouns)
+        server_status.register(nouns)
         # The other apps' nouns (usage and policy, usage/cli.py), as the composition root
         # names them: hosts imports nothing of the apps beside it.
         for register in settings.AHPD_COMMAND_NOUNS:

@@ -25,7 +25,7 @@ class Command(BaseCommand):
         from hosts.backends.config import ConfigError
         from hosts.backends.process import set_child_umask
         from hosts.backends.sandbox import SandboxError
-        from hosts.edge import control, door
+        from hosts.edge import connection_token, control
         from hosts.edge.addresses import public_base, vscode_address, with_token
         from hosts.edge.daphne_server import build_server, reactor_loop
         from hosts.edge.preflight import listen_refusal, preflight
@@ -35,7 +35,7 @@ class Command(BaseCommand):
         set_child_umask(os.umask(0o077))
 
         try:
-            token = door.connection_token()
+            token = connection_token.connection_token()
             configured_agents()  # refuse a bad agents file now, not at the first connection
             sandbox = sandbox_settings()  # bubblewrap tried once, now
         except (ConfigError, SandboxError) as exc:

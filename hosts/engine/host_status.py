@@ -1,6 +1,6 @@
 """What an operator reads of a running host: its figures (for /metrics and /api/status) and
 its running turns (for the admin and GET /api/turns/), each read on the engine's loop in one
-pass, from counters the engine keeps where things happen (fanout.py, sessions/tally.py)."""
+pass, from counters the engine keeps where things happen (fanout.py, sessions/turn_counts.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .host import Host
-from .sessions.live import LiveChat
-from .sessions.tally import ENDINGS, Durations
+from .sessions.live_session import LiveChat
+from .sessions.turn_counts import ENDINGS, Durations
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,8 +25,8 @@ import logging
 from collections.abc import Iterator
 
 from ...backends.base import BackendError
-from .live import LiveChat, LiveSession
-from .table import Sessions
+from .live_session import LiveChat, LiveSession
+from .session_table import Sessions
 
 log = logging.getLogger("ahpd.sessions")
 

@@ -1,4 +1,4 @@
-"""The trees this host keeps for folders outside any git tree (changesets/kept.py), without a
+"""The trees this host keeps for folders outside any git tree (changesets/outside_git.py), without a
 server: what a tree holds, that a folder's index is shared by whoever looks at it, and the
 folders too large to keep."""
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from hosts.engine.changesets import kept as kept_module
-from hosts.engine.changesets.kept import Kept
+from hosts.engine.changesets import outside_git as outside_git
+from hosts.engine.changesets.outside_git import Kept
 
 
 def held(store: Kept, tree: str, path: Path) -> bytes:
@@ -61,7 +61,7 @@ async def test_a_folder_has_one_index_whoever_looks(tmp_path: Path, folder: Path
 
 
 async def test_a_folder_past_the_limit_is_not_kept(tmp_path: Path, folder: Path, monkeypatch):
-    monkeypatch.setattr(kept_module, "FILE_LIMIT", 1)
+    monkeypatch.setattr(outside_git, "FILE_LIMIT", 1)
     store = Kept(tmp_path / "state")
     assert await store.snapshot(folder) is None
     assert await store.snapshot(folder) is None
@@ -69,7 +69,7 @@ async def test_a_folder_past_the_limit_is_not_kept(tmp_path: Path, folder: Path,
 
 
 async def test_a_folder_grown_past_the_limit_is_let_go(tmp_path: Path, folder: Path, monkeypatch):
-    monkeypatch.setattr(kept_module, "FILE_LIMIT", 3)
+    monkeypatch.setattr(outside_git, "FILE_LIMIT", 3)
     store = Kept(tmp_path / "state")
     assert await store.snapshot(folder) is not None
     for n in range(3):

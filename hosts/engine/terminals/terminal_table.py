@@ -30,7 +30,7 @@ from .. import access
 from ..channel import Channel
 from ..fanout import Fanout
 from ..principal import Principal
-from .live import LiveTerminal
+from .live_terminal import LiveTerminal
 from .pty import Pty
 from .shells import SHELL_DIR, shell_command, shell_environment
 

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse
 
-from . import door
+from . import connection_token
 
 
 def websocket_door(request: HttpRequest) -> HttpResponse:
     headers = {k.lower(): v for k, v in request.headers.items()}
-    token = door.token_from(request.META.get("QUERY_STRING", ""), headers)
-    if door.admits(token) or (token is not None and door.person_admitted(token)):
+    token = connection_token.token_from(request.META.get("QUERY_STRING", ""), headers)
+    if connection_token.admits(token) or (
+        token is not None and connection_token.person_admitted(token)
+    ):
         response = HttpResponse(
             "This is an Agent Host Protocol endpoint: connect with a WebSocket.\n",
             status=426,
@@ -22,6 +24,6 @@ def websocket_door(request: HttpRequest) -> HttpResponse:
         response = HttpResponse(
             "A connection token is required.\n", status=401, content_type="text/plain"
         )
-        response["WWW-Authenticate"] = door.challenge(token)
+        response["WWW-Authenticate"] = connection_token.challenge(token)
     response["Access-Control-Allow-Origin"] = "*"
     return response

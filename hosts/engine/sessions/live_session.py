@@ -64,7 +64,7 @@ class LiveChat:
     replaced: list[TurnRunner] = field(default_factory=list)
     opening: asyncio.Lock = field(default_factory=asyncio.Lock)
     #: When a turn of the chat last began or ended (the loop's clock): which idle agent is let
-    #: go first (residency.py).
+    #: go first (running_agents.py).
     used_at: float = 0.0
     #: The timer that lets the chat's agent go once it has been idle sleepAfterMinutes.
     sleep_timer: asyncio.TimerHandle | None = None

@@ -23,7 +23,7 @@ from ..ports import Store
 from ..principal import Principal
 from ..writebehind import WriteBehind
 from .catalogue import Catalogue, Key
-from .live import LiveChat, LiveSession, close_chat, interrupted
+from .live_session import LiveChat, LiveSession, close_chat, interrupted
 from .records import (
     ChatRecord,
     SessionRecord,

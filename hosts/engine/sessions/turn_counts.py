@@ -1,5 +1,5 @@
 """What the host's turns came to, counted and logged as each starts and ends: for the
-operator's figures (engine/figures.py) and log, never read on a turn's own path."""
+operator's figures (engine/host_status.py) and log, never read on a turn's own path."""
 
 from __future__ import annotations
 

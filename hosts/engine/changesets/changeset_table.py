@@ -8,7 +8,7 @@ and refs nudge a re-read, coalesced per changeset: an agent's write, a tool call
 terminal's `git add`, a commit somewhere else. Only a move is said: a file's row set or
 removed, or the whole set where that is the smaller thing. As a turn begins (awaited before
 its agent runs) and ends, the working tree is kept as a git tree id on the session's record
-(in the folder's repository, or outside any in this host's own, kept.py), and the session's
+(in the folder's repository, or outside any in this host's own, outside_git.py), and the session's
 catalogue is said again where the folder entered or left a git tree; each flip of the
 session's running state reads its changesets again, so their operations are disabled
 mid-turn, and a rename re-declares them, so commit's confirmation names the new title.
@@ -29,11 +29,11 @@ from ...protocol.errors import ErrorCode, ProtocolError, invalid_params
 from ..channel import Channel
 from ..fanout import Fanout
 from ..folder_watchers import FolderWatchers
-from ..sessions.live import LiveChat, LiveSession
+from ..sessions.live_session import LiveChat, LiveSession
 from ..sessions.records import SessionRecord
 from . import git, scopes, watching
-from .kept import Kept
 from .operations import Tree
+from .outside_git import Kept
 
 log = logging.getLogger("ahpd.engine")
 
