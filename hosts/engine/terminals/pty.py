@@ -20,7 +20,7 @@ import logging
 import os
 import signal
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 from ptyprocess import PtyProcess
@@ -271,15 +271,18 @@ class Pty:
         if session_groups(sid):
             await asyncio.sleep(max(0.0, deadline - time.monotonic()))
             signal_session(sid, signal.SIGKILL)
+            # Killed is not yet gone: each is waited for on its own pidfd, so whoever stops a
+            # terminal finds none of its processes left.
+            await all_exited(session_members(sid), grace)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._exited.wait(), grace)
         if quiet:
             self._close_fd()
 
 
-def session_groups(sid: int) -> set[int]:
-    """The process groups of the live (not zombie) processes of session `sid`."""
-    groups: set[int] = set()
+def session_members(sid: int) -> dict[int, int]:
+    """The live (not zombie) processes of session `sid`: pid -> process group."""
+    members: dict[int, int] = {}
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
@@ -290,8 +293,40 @@ def session_groups(sid: int) -> set[int]:
         # pid (comm) state ppid pgrp session ...: comm may hold anything but its last ')'.
         fields = stat[stat.rfind(")") + 2 :].split()
         if len(fields) > 3 and fields[0] != "Z" and int(fields[3]) == sid:
-            groups.add(int(fields[2]))
-    return groups
+            members[int(entry.name)] = int(fields[2])
+    return members
+
+
+def session_groups(sid: int) -> set[int]:
+    """The process groups of the live (not zombie) processes of session `sid`."""
+    return set(session_members(sid).values())
+
+
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+async def all_exited(pids: Iterable[int], timeout: float) -> None:
+    """Wait until each of `pids` has exited (its pidfd readable), `timeout` seconds at most."""
+    loop = asyncio.get_running_loop()
+    waiting: list[tuple[int, asyncio.Future[None]]] = []
+    for pid in pids:
+        try:
+            fd = os.pidfd_open(pid)
+        except OSError:
+            continue  # gone already
+        exited: asyncio.Future[None] = loop.create_future()
+        loop.add_reader(fd, _settle, exited)
+        waiting.append((fd, exited))
+    try:
+        if waiting:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.gather(*(f for _, f in waiting)), timeout)
+    finally:
+        for fd, _ in waiting:
+            loop.remove_reader(fd)
+            os.close(fd)
 
 
 def signal_session(sid: int, sig: int) -> None:
