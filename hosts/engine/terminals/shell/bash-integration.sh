@@ -23,7 +23,16 @@ if [ -z "${__ahpd_marks-}" ]; then
         esac
     }
 
-    # Ours first, so it reads the command's status before anything else changes it.
-    PROMPT_COMMAND="__ahpd_precmd${PROMPT_COMMAND:+; $PROMPT_COMMAND}; __ahpd_mark_prompt"
+    # Ours first, so it reads the command's status before anything else changes it. The
+    # person's own is kept as they wrote it: an array (bash 5.1) stays one, each entry run in
+    # turn, and a string is joined by newlines, not '; ', so one that ends in ';' or '&'
+    # (pyenv's, direnv's, 'history -a;') is no syntax error at every prompt.
+    if [[ "$(declare -p PROMPT_COMMAND 2>/dev/null)" == "declare -a"* ]]; then
+        PROMPT_COMMAND=(__ahpd_precmd "${PROMPT_COMMAND[@]}" __ahpd_mark_prompt)
+    else
+        __ahpd_nl=$'\n'
+        PROMPT_COMMAND="__ahpd_precmd${PROMPT_COMMAND:+${__ahpd_nl}${PROMPT_COMMAND}}${__ahpd_nl}__ahpd_mark_prompt"
+        unset __ahpd_nl
+    fi
     PS0="${PS0-}"'\033]133;C\007'
 fi
