@@ -3,7 +3,9 @@
 # tools are requirements-dev.txt's, and the tests are not copied in: .dockerignore).
 FROM python:3.11-slim
 # The settings `serve` keeps at its first start go beside its data, not into the image's /app.
-ENV PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 AHPD_DATA_DIR=/data AHPD_ENV_FILE=/data/settings.env
+# Sessions work in /workspace (a volume in docker-compose.yml): the one folder served.
+ENV PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 AHPD_DATA_DIR=/data AHPD_ENV_FILE=/data/settings.env \
+    AHPD_PATHS=/workspace
 WORKDIR /app
 
 # git: a session's changesets are read and committed with git's own command line.
@@ -29,10 +31,10 @@ COPY . .
 RUN DJANGO_SECRET_KEY=build AHPD_DATA_DIR=/tmp/build python manage.py collectstatic --noinput -v0 \
     && rm -rf /tmp/build
 
-# The server runs as a user of its own, owning only its data (a named volume mounted on /data
-# takes this directory's owner the first time).
+# The server runs as a user of its own, owning only its data and the workspace (a named
+# volume mounted on either takes the directory's owner the first time).
 RUN useradd --system --uid 10001 --home-dir /data --shell /usr/sbin/nologin ahpd \
-    && mkdir -p /data && chown ahpd:ahpd /data && chmod 0700 /data
+    && mkdir -p /data /workspace && chown ahpd:ahpd /data /workspace && chmod 0700 /data
 USER ahpd
 EXPOSE 9187
 HEALTHCHECK --interval=5s --timeout=4s --start-period=20s --retries=5 \

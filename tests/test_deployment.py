@@ -172,3 +172,22 @@ def test_web_may_make_the_sandboxs_namespaces():
     assert {"seccomp=unconfined", "apparmor=unconfined", "systempaths=unconfined"} <= set(
         SERVICES["web"]["security_opt"]
     )
+
+
+def test_sessions_work_in_the_workspace_volume_the_server_serves():
+    assert SERVICES["web"]["environment"]["AHPD_PATHS"] == "/workspace"
+    assert "workspace:/workspace" in SERVICES["web"]["volumes"]
+    assert re.search(r"AHPD_PATHS=/workspace\b", DOCKERFILE)
+    # Made in the image, owned by the server's user: a volume mounted there takes its owner.
+    made = next(line for line in DOCKERFILE.split("RUN ") if "useradd" in line)
+    assert "/workspace" in made.split("mkdir", 1)[1] and "chown ahpd:ahpd" in made
+
+
+def test_worker_and_beat_do_not_inherit_a_health_check_nothing_answers():
+    worker = " ".join(SERVICES["worker"]["healthcheck"]["test"])
+    assert "inspect ping" in worker and "/healthz" not in worker
+    assert SERVICES["beat"]["healthcheck"] == {"disable": True}
+
+
+def test_the_agents_files_docker_host_resolves_on_linux():
+    assert "host.docker.internal:host-gateway" in SERVICES["web"]["extra_hosts"]
