@@ -12,7 +12,6 @@ import asyncio
 import json
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 import uuid
@@ -27,7 +26,7 @@ from tests.e2e.test_changesets import changeset_of, invoke, watched
 from tests.e2e.test_grants import cli
 from tests.e2e.test_sessions import ended, new_session, turn
 from tests.e2e.test_terminals import PROMPT, open_terminal, run, screen
-from tests.support.agents import ACP_AGENT, server_with_local_agent
+from tests.support.agents import ACP_AGENT, acp_agents_file, server_with_local_agent
 from tests.support.client import Client, RpcError
 from tests.support.server import ServerProcess
 
@@ -35,20 +34,6 @@ pytestmark = pytest.mark.skipif(not probe()[0], reason="bubblewrap cannot start 
 
 #: What Django signs admin cookies with: the first thing a member must not read.
 SECRET = "secret-key"
-
-
-def agents_file(folder: Path) -> Path:
-    config = folder / f"agents-{uuid.uuid4().hex}.json"
-    entry = {
-        "provider": "fake",
-        "kind": "acp",
-        "displayName": "Fake ACP agent",
-        "command": sys.executable,
-        "args": [str(ACP_AGENT)],
-        "promptTimeoutSeconds": 60,
-    }
-    config.write_text(json.dumps({"agents": [entry]}))
-    return config
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +47,7 @@ def workdir() -> Iterator[Path]:
 @pytest.fixture(scope="module")
 def server(workdir: Path) -> Iterator[ServerProcess]:
     process = ServerProcess(
-        env_extra={"AHPD_CONFIG": str(agents_file(workdir.parent)), "SHELL": "/bin/bash"}
+        env_extra={"AHPD_CONFIG": str(acp_agents_file(workdir.parent)), "SHELL": "/bin/bash"}
     ).start()
     assert (process.data_dir / SECRET).is_file()
     yield process
@@ -254,7 +239,7 @@ def alive(pids: set[int]) -> set[int]:
 
 async def test_nothing_a_person_started_outlives_a_kill_of_the_server(connect, workdir):
     process = ServerProcess(
-        env_extra={"AHPD_CONFIG": str(agents_file(workdir.parent)), "SHELL": "/bin/bash"}
+        env_extra={"AHPD_CONFIG": str(acp_agents_file(workdir.parent)), "SHELL": "/bin/bash"}
     ).start()
     try:
         (process.home_of(process.root_ref) / ".bashrc").write_text(f"PS1='{PROMPT}'\n")
@@ -310,7 +295,7 @@ async def test_status_and_metrics_say_where_peoples_processes_run(server):
 def unsandboxed(workdir: Path) -> Iterator[ServerProcess]:
     process = ServerProcess(
         env_extra={
-            "AHPD_CONFIG": str(agents_file(workdir.parent)),
+            "AHPD_CONFIG": str(acp_agents_file(workdir.parent)),
             "AHPD_SANDBOX": "off",
             "SHELL": "/bin/bash",
         }
@@ -395,7 +380,7 @@ async def test_a_filter_a_repository_names_runs_sandboxed_without_the_servers_en
     repo = Path(tempfile.mkdtemp(prefix="ahpd-sandbox-filter-"))
     process = ServerProcess(
         env_extra={
-            "AHPD_CONFIG": str(agents_file(workdir.parent)),
+            "AHPD_CONFIG": str(acp_agents_file(workdir.parent)),
             "TEST_SECRET_ENV": "server-only-value",
         }
     ).start()

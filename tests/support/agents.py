@@ -49,9 +49,8 @@ def server_with_local_agent(**env: str) -> Iterator[ServerProcess]:
             model.close()
 
 
-@contextmanager
-def server_with_acp_agent(**env: str) -> Iterator[ServerProcess]:
-    """`fake`: the fake ACP agent, each chat a process of its own."""
+def acp_agents_file(folder: Path) -> Path:
+    """An AHPD_CONFIG file in `folder` whose one agent, `fake`, is the fake ACP agent."""
     entry = {
         "provider": "fake",
         "kind": "acp",
@@ -60,9 +59,16 @@ def server_with_acp_agent(**env: str) -> Iterator[ServerProcess]:
         "args": [str(ACP_AGENT)],
         "promptTimeoutSeconds": 60,
     }
+    config = folder / f"agents-{uuid.uuid4().hex}.json"
+    config.write_text(json.dumps({"agents": [entry]}))
+    return config
+
+
+@contextmanager
+def server_with_acp_agent(**env: str) -> Iterator[ServerProcess]:
+    """`fake`: the fake ACP agent, each chat a process of its own."""
     with tempfile.TemporaryDirectory(prefix="ahpd-agents-") as folder:
-        config = Path(folder) / f"agents-{uuid.uuid4().hex}.json"
-        config.write_text(json.dumps({"agents": [entry]}))
+        config = acp_agents_file(Path(folder))
         process = ServerProcess(env_extra={"AHPD_CONFIG": str(config), **env}).start()
         try:
             yield process
