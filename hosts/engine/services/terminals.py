@@ -1,5 +1,6 @@
-"""Opening and closing a host terminal: a shell on the server, run as the server's user, and
-its opener's (access.py judges who else may touch it)."""
+"""Opening and closing a host terminal: a shell on the server, in its person's sandbox (the
+server's own user only with the sandbox off, and then a host-wide admin's alone), and its
+opener's (access.py judges who else may touch it)."""
 
 from __future__ import annotations
 
