@@ -162,8 +162,6 @@ class Sandbox:
 
     async def _run_command(self, command: str, cwd: Path) -> Outcome:
         env = {**host_env(COMMAND_ENV_KEYS), "TERM": "dumb", "PAGER": "cat", "GIT_PAGER": "cat"}
-        if self._jail is not None:
-            env.update(self._jail.home_env())
         process = await start_command(["/bin/sh", "-c", command], cwd=cwd, env=env, jail=self._jail)
         output = bytearray()
         cut = False
