@@ -1,7 +1,7 @@
 """Telling the engine that what a person's principal is read from changed.
 
-The engine keeps each signed-in token's principal (hosts/engine/permissions.py) instead of reading it
-from the database on every command. Whatever changes a token, a person, a membership, a role, a
+The engine keeps each signed-in token's principal (hosts/engine/permissions.py) instead of reading
+it from the database on every command. Whatever changes a token, a person, a membership, a role, a
 team or a project, in whichever process, tells every engine that may hold it once the change is
 committed, and waits until it is taken: so a revoked token or a changed role holds on the next
 command of a connection that is already open.

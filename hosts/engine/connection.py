@@ -30,6 +30,10 @@ class Connection:
     legacy_vscode_chat_uris: bool = False
     closed: bool = False
     subscriptions: dict[str, Channel] = field(default_factory=dict)
+    #: Frames sent to it during the loop's current pass, written together at the pass's end
+    #: (one system call for all of them, however many actions the pass handled).
+    this_pass: list[str] = field(default_factory=list)
+    #: Frames its socket did not take at once, for the flusher.
     outbox: deque[str] = field(default_factory=deque)
     outbox_bytes: int = 0
     #: What this connection held behind when last sent to (its outbox and its socket's

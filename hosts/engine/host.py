@@ -1,7 +1,7 @@
 """The authoritative host: the parts of the engine, made and started together.
 
-`Host` composes the fan-out core (fanout.py), the permission gate (permissions.py), the clients it has
-met (clients.py), the sessions table with their presence and turns (sessions/), root config
+`Host` composes the fan-out core (fanout.py), the permission gate (permissions.py), the clients
+it has met (clients.py), the sessions table with their presence and turns (sessions/), root config
 and the write-behind to the store. Nothing here routes a request (router.py does) or decides
 what an action does (rules/ and services/ do): each part is reached through its own interface.
 """

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import orjson
+
 from hosts.engine.channel import Channel
 from hosts.engine.fanout import Fanout
 from hosts.engine.malloc_trim import MemoryReturn
@@ -278,3 +280,66 @@ async def test_memory_is_given_back_once_however_many_clients_go_at_once():
     # The first close trims at once; the next waits out the hour, whatever closes meanwhile.
     assert calls == [0]
     core.stop()
+
+
+class DirectTransport(FakeTransport):
+    """A transport that writes straight to its socket, as daphne's does: each call is a write
+    (one system call), kept as the list of frames it carried; `refuse` turns it into one that
+    cannot (the frames then go through the flusher)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes: list[list[str]] = []
+        self.refuse = False
+
+    def write_now(self, texts: list[str]) -> bool:
+        if self.refuse:
+            return False
+        self.writes.append(list(texts))
+        self.sent.extend(orjson.loads(t) for t in texts)
+        return True
+
+
+async def test_actions_said_in_one_pass_reach_each_watcher_in_one_write_in_order():
+    core = fanout()
+    core.start()
+    root = core.open(Channel(ROOT_URI, "root", dict(ROOT_STATE)))
+    transports = []
+    for name in ("a", "b"):
+        transport = DirectTransport()
+        conn = core.connect(transport, name)
+        conn.client_id, conn.version_text, conn.version = name, "1.0.0", (1, 0, 0)
+        conn.principal = EVERYTHING
+        core.subscribe(conn, root)
+        transports.append(transport)
+    # Three actions in one pass of the loop (a burst read from one client), then one alone.
+    for count in (1, 2, 3):
+        core.emit(root, {"type": "root/activeSessionsChanged", "activeSessions": count})
+    await drained(core)
+    core.emit(root, {"type": "root/activeSessionsChanged", "activeSessions": 4})
+    await drained(core)
+    for transport in transports:
+        assert [len(frames) for frames in transport.writes] == [3, 1]
+        assert [a["serverSeq"] for a in transport.actions()] == [1, 2, 3, 4]
+
+
+async def test_a_pass_the_socket_cannot_take_goes_to_the_flusher_behind_nothing():
+    core = fanout()
+    core.start()
+    root = core.open(Channel(ROOT_URI, "root", dict(ROOT_STATE)))
+    transport = DirectTransport()
+    conn = core.connect(transport, "a")
+    conn.client_id, conn.version_text, conn.version = "a", "1.0.0", (1, 0, 0)
+    conn.principal = EVERYTHING
+    core.subscribe(conn, root)
+    transport.refuse = True
+    core.emit(root, {"type": "root/activeSessionsChanged", "activeSessions": 1})
+    core.emit(root, {"type": "root/activeSessionsChanged", "activeSessions": 2})
+    await drained(core)
+    # The flusher could not write either (send_batch took them), and kept their order; what
+    # follows once the socket takes writes again comes after them.
+    transport.refuse = False
+    core.emit(root, {"type": "root/activeSessionsChanged", "activeSessions": 3})
+    await drained(core)
+    assert [a["serverSeq"] for a in transport.actions()] == [1, 2, 3]
+    assert conn.outbox_bytes == 0 and not conn.outbox and not conn.this_pass

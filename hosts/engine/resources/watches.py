@@ -270,7 +270,8 @@ class Watches:
 
     def refusal(self, who: str, channel: Channel) -> ProtocolError | None:
         """Why `who` may not watch a watch channel beyond its grant (a client's files are its
-        person's alone, client_requests.py; a person holds AHPD_WATCHES_PER_PERSON at most), or None."""
+        person's alone, client_requests.py; a person holds AHPD_WATCHES_PER_PERSON at most), or
+        None."""
         if isinstance(self._watches.get(channel.uri), ClientWatch):
             try:
                 self._asks.permit(who, str(channel.state["root"]))

@@ -82,8 +82,8 @@ class SessionRecord:
 
 
 def kept_fields(record: Any, leave_out: tuple[str, ...] = ()) -> dict[str, Any]:
-    """A record's fields as the store keeps them; lists and dicts are copied, so a write
-    behind holds what was true when it was scheduled."""
+    """A record's fields as the store keeps them; lists and dicts are copied, so the store's
+    thread never reads what the loop goes on changing."""
     out: dict[str, Any] = {}
     for f in fields(record):
         if f.name in leave_out:

@@ -379,13 +379,19 @@ class Sessions:
 
     # -- kept -----------------------------------------------------------------------------
 
+    # A record is read when its write runs (on the loop, its fields copied for the store's
+    # thread), not when it is scheduled: the write coalesces every change before it, and a
+    # chat's draft typed at every keystroke costs no copy per keystroke.
+
     def save_session(self, session: LiveSession) -> None:
-        data = session.record.to_json()
-        self.writes.later(f"session:{session.record.uri}", lambda: self.store.save_session(data))
+        record = session.record
+        self.writes.later(
+            f"session:{record.uri}", lambda: self.store.save_session(record.to_json())
+        )
 
     def save_chat(self, chat: LiveChat) -> None:
-        data = chat.record.to_json()
-        self.writes.later(f"chat:{chat.record.uri}", lambda: self.store.save_chat(data))
+        record = chat.record
+        self.writes.later(f"chat:{record.uri}", lambda: self.store.save_chat(record.to_json()))
 
     def save_turn(self, chat: str, position: int, turn: dict[str, Any]) -> None:
         """Write one turn of a chat, behind; a later write of the same turn replaces it."""
