@@ -22,17 +22,17 @@ from prometheus_client.registry import Collector
 
 from ..edge import connection_token, engine_client
 from ..engine.host import Host
-from ..engine.host_status import Figures, figures
+from ..engine.host_status import HostStatus, read_status
 from .auth import bearer_token, principal_for
 
 #: The grant reading /metrics needs.
 GRANT = "diagnostics:read"
 
 
-class FiguresCollector(Collector):
+class HostStatusCollector(Collector):
     """One reading of the figures, as Prometheus metric families."""
 
-    def __init__(self, read: Figures) -> None:
+    def __init__(self, read: HostStatus) -> None:
         self.read = read
 
     def collect(self) -> Iterator[Metric]:
@@ -109,17 +109,17 @@ def metrics(request: HttpRequest) -> HttpResponse:
         )
     registry = CollectorRegistry(auto_describe=False)
     try:
-        read = read_figures()
+        read = read_host_status()
     except engine_client.EngineUnavailable as error:
         return HttpResponse(f"{error}\n", status=503, content_type="text/plain")
-    registry.register(FiguresCollector(read))
+    registry.register(HostStatusCollector(read))
     return HttpResponse(generate_latest(registry), content_type=CONTENT_TYPE_LATEST)
 
 
-def read_figures() -> Figures:
+def read_host_status() -> HostStatus:
     """The engine's figures now, read on its loop (from a view's thread)."""
 
-    async def read(host: Host) -> Figures:
-        return figures(host)
+    async def read(host: Host) -> HostStatus:
+        return read_status(host)
 
     return engine_client.read(read, what="the figures")

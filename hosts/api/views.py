@@ -21,7 +21,7 @@ from ..models import Project, Role, RootConfig, StoredSession, Team
 from .auth import ApiUser, host_name
 from .created import created
 from .filters import ProjectFilter
-from .metrics import read_figures
+from .metrics import read_host_status
 from .permissions import SIGNED_IN
 from .serializers import (
     PrincipalsChangedSerializer,
@@ -60,7 +60,7 @@ class StatusView(APIView):
         assert principal is not None
         data = {
             "host": host_name(),
-            **read_figures().to_json(),
+            **read_host_status().to_json(),
             "sessions": StoredSession.objects.count(),
             "people": User.objects.count(),
             "principal": principal.ref,

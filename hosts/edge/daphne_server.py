@@ -23,10 +23,10 @@ from twisted.internet import reactor, threads
 
 from . import connection_token
 
-log = logging.getLogger("ahpd.door")
+log = logging.getLogger("ahpd.connections")
 
 
-class DoorWebSocketProtocol(WebSocketProtocol):
+class TokenCheckingWebSocketProtocol(WebSocketProtocol):
     """daphne's WebSocket protocol with the connection token checked at the upgrade."""
 
     def onConnect(self, request: Any) -> Any:
@@ -46,7 +46,7 @@ class DoorWebSocketProtocol(WebSocketProtocol):
         decided = threads.deferToThread(connection_token.person_admitted, token)
         decided.addCallback(
             lambda admitted: (
-                super(DoorWebSocketProtocol, self).onConnect(request)
+                super(TokenCheckingWebSocketProtocol, self).onConnect(request)
                 if admitted
                 else self._refuse(request, token)
             )
@@ -76,7 +76,7 @@ class DoorWebSocketProtocol(WebSocketProtocol):
         super().failHandshake(reason, code, headers)
 
 
-class DoorWebSocketFactory(WebSocketFactory):
+class TokenCheckingWebSocketFactory(WebSocketFactory):
     """daphne's factory, with a connection failed by a close frame rather than a drop.
 
     autobahn fails a connection (a message over the size limit, a protocol error, bad UTF-8)
@@ -84,14 +84,14 @@ class DoorWebSocketFactory(WebSocketFactory):
     too big (1009) from a network fault, and retries the same frame.
     """
 
-    protocol = DoorWebSocketProtocol
+    protocol = TokenCheckingWebSocketProtocol
 
     def resetProtocolOptions(self) -> None:
         super().resetProtocolOptions()
         self.failByDrop = False
 
 
-class DoorServer(Server):
+class AhpdServer(Server):
     """daphne's server, keeping why it could not listen (daphne logs it and exits 0)."""
 
     listen_failure: BaseException | None = None
@@ -111,12 +111,12 @@ def reactor_loop() -> asyncio.AbstractEventLoop:
 
 def build_server(
     application: Any, host: str, port: int, ready: Callable[[Server], None], max_frame_bytes: int
-) -> DoorServer:
+) -> AhpdServer:
     # daphne makes its factory by this name as it runs.
-    daphne.server.WebSocketFactory = DoorWebSocketFactory  # type: ignore[misc]
+    daphne.server.WebSocketFactory = TokenCheckingWebSocketFactory  # type: ignore[misc]
     interface = host.strip("[]").replace(":", r"\:")
-    server: DoorServer
-    server = DoorServer(
+    server: AhpdServer
+    server = AhpdServer(
         application=application,
         endpoints=[f"tcp:port={port}:interface={interface}"],
         # serve stops on SIGTERM and SIGINT itself, the engine before the reactor.

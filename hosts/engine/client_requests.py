@@ -92,7 +92,7 @@ def to_client_uri(client_id: str, uri: str) -> str:
 Taker = Callable[[dict[str, Any]], None]
 
 
-class Asks:
+class ClientRequests:
     def __init__(self, fanout: Fanout, clients: Clients, grace_s: float = GRACE_S) -> None:
         self._fanout = fanout
         self._clients = clients

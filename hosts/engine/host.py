@@ -26,16 +26,16 @@ from ..protocol.validation import action_problem
 from . import access, changesets, grants, root_config
 from .changesets import Changesets
 from .changesets import git as changeset_git
-from .changesets.outside_git import Kept
+from .changesets.outside_git import OutsideGitCopies
 from .channel import Channel
-from .client_requests import Asks
+from .client_requests import ClientRequests
 from .clients import Clients
 from .clock import now_ms
 from .connection import Connection
 from .fanout import Fanout
 from .folder_watchers import FolderWatchers
 from .host_settings import HostSettings as HostSettings
-from .permissions import Gate
+from .permissions import Permissions
 from .placement import HereOnly, Placement, Relay
 from .ports import Store, Transport
 from .principal import USERS_RESOURCE_METADATA, Directory, NoDirectory, Principal
@@ -43,7 +43,7 @@ from .principal import root as principal_root
 from .resources import watches
 from .resources.served import Served
 from .resources.watches import Watches
-from .sessions import Presence, Residency, Sessions, Turns
+from .sessions import Presence, RunningAgents, Sessions, Turns
 from .sessions.attachments import Attachments
 from .sessions.local_commands import LocalCommands
 from .terminals import Terminals
@@ -78,13 +78,13 @@ class Host:
             told=grants.TOLD,
             total_limit=settings.client_queues_total_bytes,
         )
-        self.gate = Gate(directory or NoDirectory(), self.fanout)
+        self.permissions = Permissions(directory or NoDirectory(), self.fanout)
         self.clients = Clients(settings.client_record_ttl_s)
         #: What this host asks of clients (their own files), and their answers.
-        self.asks = Asks(self.fanout, self.clients)
+        self.client_requests = ClientRequests(self.fanout, self.clients)
         self.root_principal = principal_root(settings.host_name)
         self.sessions = Sessions(self.fanout, self.writes, store, agents or {})
-        self.gate.whose = self._whose
+        self.permissions.whose = self._whose
         for agent in self.sessions.agents.values():
             if hasattr(agent, "on_info_changed"):
                 agent.on_info_changed = self._agents_changed
@@ -102,12 +102,12 @@ class Host:
         self.watches = Watches(
             self.fanout,
             self.served,
-            self.asks,
+            self.client_requests,
             settings.presence_grace_s,
             folders=self.folder_watchers,
             per_person=settings.watches_per_person,
         )
-        self.gate.watch_owner = self.watches.refusal
+        self.permissions.watch_owner = self.watches.refusal
         #: Each session's uncommitted changes, where it works in git.
         self.changesets = Changesets(
             self.fanout,
@@ -115,7 +115,7 @@ class Host:
             self.sessions.save_session,
             settings.presence_grace_s,
             kept=(
-                Kept(settings.state_dir / "changesets", settings.private_paths)
+                OutsideGitCopies(settings.state_dir / "changesets", settings.private_paths)
                 if settings.state_dir is not None
                 else None
             ),
@@ -139,7 +139,7 @@ class Host:
             self.terminals, lambda: chosen_shell(self.root_value(root_config.DEFAULT_SHELL))
         )
         self.presence = Presence(self.sessions, self.fanout, settings.presence_grace_s)
-        self.residency = Residency(
+        self.running_agents = RunningAgents(
             self.sessions,
             sleep_after_s=settings.sleep_after_s,
             session_limit=settings.session_residency_limit,
@@ -147,11 +147,13 @@ class Host:
         )
         self.turns = Turns(
             self.sessions,
-            self.residency,
+            self.running_agents,
             delta_window_ms=settings.delta_window_ms,
             state_dir=settings.state_dir,
             local=self.local_commands,
-            attachments=Attachments(self.served, self.asks, settings.attachment_fetch_limit),
+            attachments=Attachments(
+                self.served, self.client_requests, settings.attachment_fetch_limit
+            ),
         )
         self.turns.hooks.starting = self.changesets.starting
         self.turns.hooks.ended = self.changesets.ended
@@ -175,13 +177,13 @@ class Host:
 
     @property
     def directory(self) -> Directory:
-        return self.gate.directory
+        return self.permissions.directory
 
     def forget_principals(self, tokens: list[int] | None) -> None:
         """The Django side changed what these tokens' principals are read from (None: what
         any may be, a role's grants or a team's projects): each is read again before its next
         command. How a revoked token or a changed role reaches the connections it signed in."""
-        self.gate.forget(tokens)
+        self.permissions.forget(tokens)
 
     def _whose(self, uri: str) -> access.Owned | None:
         """Whose a channel is: the session it is in (a session's, a chat's, a changeset's), or
@@ -281,7 +283,7 @@ class Host:
         await self.watches.stop()
         await self.changesets.stop()
         self.folder_watchers.stop()
-        await self.residency.drain()
+        await self.running_agents.drain()
         await self.writes.stop()
         self.fanout.stop()
         stop_log.info(
@@ -317,7 +319,7 @@ class Host:
                 extra={"peer": conn.peer, "client": conn.client_id},
             )
             self.clients.gone(conn)
-        self.asks.gone(conn)
+        self.client_requests.gone(conn)
 
     # -- root -----------------------------------------------------------------------------
 

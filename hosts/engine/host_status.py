@@ -14,7 +14,7 @@ from .sessions.turn_counts import ENDINGS, Durations
 
 
 @dataclass(frozen=True, slots=True)
-class Figures:
+class HostStatus:
     version: str
     uptime_s: float
     connections: int
@@ -59,14 +59,14 @@ class Figures:
         }
 
 
-def figures(host: Host) -> Figures:
+def read_status(host: Host) -> HostStatus:
     """The host's figures now. Call on the engine's loop."""
-    fanout, tally = host.fanout, host.turns.tally
+    fanout, counts = host.fanout, host.turns.counts
     conns = fanout.connections
     finished: dict[str, dict[str, int]] = {}
-    for (provider, ending), count in tally.finished.items():
+    for (provider, ending), count in counts.finished.items():
         finished.setdefault(provider, {})[ending] = count
-    return Figures(
+    return HostStatus(
         version=host.settings.server_version,
         uptime_s=time.monotonic() - host.started_monotonic,
         connections=len(conns),
@@ -78,13 +78,13 @@ def figures(host: Host) -> Figures:
         envelopes=fanout.envelopes,
         deliveries=fanout.deliveries,
         queue_drops=fanout.queue_drops,
-        turns_started=dict(tally.started),
+        turns_started=dict(counts.started),
         turns_finished=finished,
-        backend_errors=dict(tally.backend_errors),
+        backend_errors=dict(counts.backend_errors),
         sandbox=host.sandbox.mode,
         turn_durations={
             provider: Durations(list(d.buckets), d.total_s, d.count)
-            for provider, d in tally.durations.items()
+            for provider, d in counts.durations.items()
         },
     )
 

@@ -57,7 +57,7 @@ def nobodys(who: str, channel: Channel) -> ProtocolError | None:
     return None
 
 
-class Gate:
+class Permissions:
     def __init__(self, directory: Directory, fanout: Fanout) -> None:
         self.directory = directory
         self._fanout = fanout

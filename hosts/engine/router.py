@@ -38,12 +38,12 @@ class Router:
             self.host.fanout.send(conn, jsonrpc.error_frame(exc.request_id, exc))
             return
         if isinstance(incoming, jsonrpc.Response):
-            self.host.asks.answered(conn, incoming)
+            self.host.client_requests.answered(conn, incoming)
             return
         if (
             incoming.method == "action"
             and not incoming.has_id
-            and self.host.asks.took_action(conn, incoming.params)
+            and self.host.client_requests.took_action(conn, incoming.params)
         ):
             return  # a client's batch on a watch this host subscribed to (client_requests.py)
         unsaid = conn.unsaid
@@ -84,9 +84,9 @@ class Router:
                 # A chat whose turns are not read yet is read before anything names it.
                 await self.host.wake(named)
             if command.grant == FRESH:
-                await self.host.gate.principal_now(conn)
+                await self.host.permissions.principal_now(conn)
             elif command.grant is not None:
-                await self.host.gate.require(conn, command.grant)
+                await self.host.permissions.require(conn, command.grant)
             result = await command.handler(self.host, conn, params)
         except ProtocolError as exc:
             # A notification has no id to answer; a failed one is still answered, with a null

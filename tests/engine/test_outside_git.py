@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from hosts.engine.changesets import outside_git as outside_git
-from hosts.engine.changesets.outside_git import Kept
+from hosts.engine.changesets.outside_git import OutsideGitCopies
 
 
-def held(store: Kept, tree: str, path: Path) -> bytes:
-    relative = Kept.pathspec(path)
+def held(store: OutsideGitCopies, tree: str, path: Path) -> bytes:
+    relative = OutsideGitCopies.pathspec(path)
     return subprocess.run(
         ["git", "show", f"{tree}:{relative}"], env=store.env, capture_output=True, check=True
     ).stdout
@@ -30,7 +30,7 @@ def folder(tmp_path: Path) -> Path:
 
 
 async def test_a_tree_holds_the_folder_as_it_stood(tmp_path: Path, folder: Path):
-    store = Kept(tmp_path / "state")
+    store = OutsideGitCopies(tmp_path / "state")
     before = await store.snapshot(folder)
     (folder / "b.txt").write_text("changed\n")
     after = await store.snapshot(folder)
@@ -44,7 +44,7 @@ async def test_the_host_keeps_its_own_folders_out(tmp_path: Path, folder: Path):
     private = folder / "data"
     private.mkdir()
     (private / "secret").write_text("token\n")
-    store = Kept(tmp_path / "state", (private,))
+    store = OutsideGitCopies(tmp_path / "state", (private,))
     tree = await store.snapshot(folder)
     assert tree is not None
     with pytest.raises(subprocess.CalledProcessError):
@@ -52,7 +52,7 @@ async def test_the_host_keeps_its_own_folders_out(tmp_path: Path, folder: Path):
 
 
 async def test_a_folder_has_one_index_whoever_looks(tmp_path: Path, folder: Path):
-    store = Kept(tmp_path / "state")
+    store = OutsideGitCopies(tmp_path / "state")
     first = await store.snapshot(folder)
     # Another session in the same folder (by another spelling of it) starts from that index.
     again = await store.snapshot(folder / "src" / "..")
@@ -62,7 +62,7 @@ async def test_a_folder_has_one_index_whoever_looks(tmp_path: Path, folder: Path
 
 async def test_a_folder_past_the_limit_is_not_kept(tmp_path: Path, folder: Path, monkeypatch):
     monkeypatch.setattr(outside_git, "FILE_LIMIT", 1)
-    store = Kept(tmp_path / "state")
+    store = OutsideGitCopies(tmp_path / "state")
     assert await store.snapshot(folder) is None
     assert await store.snapshot(folder) is None
     assert not list((store.git_dir / "indexes").iterdir())
@@ -70,7 +70,7 @@ async def test_a_folder_past_the_limit_is_not_kept(tmp_path: Path, folder: Path,
 
 async def test_a_folder_grown_past_the_limit_is_let_go(tmp_path: Path, folder: Path, monkeypatch):
     monkeypatch.setattr(outside_git, "FILE_LIMIT", 3)
-    store = Kept(tmp_path / "state")
+    store = OutsideGitCopies(tmp_path / "state")
     assert await store.snapshot(folder) is not None
     for n in range(3):
         (folder / f"new-{n}.txt").write_text("more\n")

@@ -15,7 +15,7 @@ import pytest
 
 from hosts.engine.changesets import watching
 from hosts.engine.channel import Channel
-from hosts.engine.client_requests import Asks
+from hosts.engine.client_requests import ClientRequests
 from hosts.engine.clients import Clients
 from hosts.engine.fanout import Fanout
 from hosts.engine.folder_watchers import FolderWatchers, Notifier
@@ -67,7 +67,7 @@ class Clock:
 class Registry:
     core: Fanout
     clients: Clients
-    asks: Asks
+    client_requests: ClientRequests
     watches: Watches
 
 
@@ -77,7 +77,7 @@ def registry(
     core = fanout()
     core.start()
     clients = Clients(ttl_s=300)
-    asks = Asks(core, clients)
+    asks = ClientRequests(core, clients)
     watches = Watches(
         core,
         Served([folder]),
@@ -148,7 +148,7 @@ def introduced(made: Registry, client_id: str, who: str) -> tuple[Any, FakeTrans
     conn.client_id, conn.version_text, conn.version = client_id, "1.0.0", (1, 0, 0)
     conn.principal = conn.principal.__class__(who, ("*:*",))
     made.clients.remember(conn)
-    made.asks.arrived(conn)
+    made.client_requests.arrived(conn)
     return conn, transport
 
 
@@ -156,7 +156,7 @@ async def answer(made: Registry, conn: Any, transport: FakeTransport, result: An
     """Answer the last request the host sent the client; its method."""
     await drained(made.core)
     request = [frame for frame in transport.sent if "id" in frame and "method" in frame][-1]
-    made.asks.answered(conn, jsonrpc.Response(request["id"], result))
+    made.client_requests.answered(conn, jsonrpc.Response(request["id"], result))
     await drained(made.core)
     return str(request["method"])
 
@@ -185,7 +185,7 @@ async def test_a_released_client_watch_lets_go_of_the_clients_channel(tmp_path):
         "params": {"channel": "theirs"},
     }
     # Released, the client's envelopes on its channel are nobody's to take.
-    assert not made.asks.took_action(laptop, {"channel": "theirs", "action": {}})
+    assert not made.client_requests.took_action(laptop, {"channel": "theirs", "action": {}})
     await made.watches.stop()
 
 

@@ -33,7 +33,7 @@ from ..sessions.live_session import LiveChat, LiveSession
 from ..sessions.records import SessionRecord
 from . import git, scopes, watching
 from .operations import Tree
-from .outside_git import Kept
+from .outside_git import OutsideGitCopies
 
 log = logging.getLogger("ahpd.engine")
 
@@ -75,7 +75,7 @@ class Changesets:
         session_of: Callable[[str], LiveSession | None],
         save: Callable[[LiveSession], None],
         grace_s: float,
-        kept: Kept | None = None,
+        kept: OutsideGitCopies | None = None,
         folders: FolderWatchers | None = None,
     ) -> None:
         self.fanout = fanout

@@ -30,7 +30,7 @@ log = logging.getLogger("ahpd.engine")
 FILE_LIMIT = 20_000
 
 
-class Kept:
+class OutsideGitCopies:
     def __init__(self, root: Path, private: tuple[Path, ...] = ()) -> None:
         self.git_dir = root / "kept.git"
         #: This host's own folders: never kept, never a change.

@@ -23,7 +23,7 @@ from typing import Any
 from ..sessions.records import SessionRecord, file_path
 from . import files, git
 from .operations import Tree, declared, declared_for_session
-from .outside_git import Kept
+from .outside_git import OutsideGitCopies
 
 SEGMENT = "/changeset/"
 UNCOMMITTED = "uncommitted"
@@ -107,7 +107,7 @@ async def read(
     *,
     running: bool,
     subject: str,
-    kept: Kept | None = None,
+    kept: OutsideGitCopies | None = None,
 ) -> tuple[Tree, list[dict[str, Any]], list[dict[str, Any]]]:
     """The scope as git has it now: the tree the operations run on, the files, the
     operations as things stand."""
@@ -117,7 +117,7 @@ async def read(
         top = await git.top_of(folder)
         pathspec = os.path.relpath(folder.resolve(), top.resolve())
     elif kept is not None:
-        top, pathspec, env = Path("/"), Kept.pathspec(folder), kept.env
+        top, pathspec, env = Path("/"), OutsideGitCopies.pathspec(folder), kept.env
 
         def current() -> Awaitable[str | None]:
             return kept.snapshot(folder)

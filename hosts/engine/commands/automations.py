@@ -23,7 +23,7 @@ async def run_automation(host: Host, conn: Connection, params: dict[str, Any]) -
     _automations(host, "runAutomation")
     uri = required_str(params, "runAutomation", "automation")
     request_id = required_str(params, "runAutomation", "requestId")
-    principal = await host.gate.principal_now(conn)
+    principal = await host.permissions.principal_now(conn)
     return await do_run_automation(host, Caller(principal, sender=conn), uri, request_id)
 
 

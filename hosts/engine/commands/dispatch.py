@@ -58,7 +58,7 @@ async def dispatch_action(host: Host, conn: Connection, params: dict[str, Any]) 
     needed = rule.needed(action)
     if needed is not None:
         try:
-            principal = await host.gate.principal_now(conn)
+            principal = await host.permissions.principal_now(conn)
         except ProtocolError as exc:
             return refuse(exc.message)
         except Exception:
@@ -77,7 +77,7 @@ async def dispatch_action(host: Host, conn: Connection, params: dict[str, Any]) 
     if target.kind != spec.channel_kind:
         return refuse(f"{action_type} is not an action of {target.uri}")
     # In a session, or on a terminal, whose it is decides too (access.py).
-    if needed is not None and (record := host.gate.whose(target.uri)) is not None:
+    if needed is not None and (record := host.permissions.whose(target.uri)) is not None:
         if (reason := access.refusal(caller.principal, record, needed)) is not None:
             return refuse(reason)
     reason = action_problem(action)

@@ -39,7 +39,7 @@ def _replayable(host: Host, conn: Connection, entry: Entry, watched: set[str]) -
         return True
     channel = host.fanout.channel(entry.channel)
     if channel is not None:
-        return host.gate.may_watch(principal, channel)
+        return host.permissions.may_watch(principal, channel)
     # A channel gone since is read as its scheme names it; a scheme the protocol does not
     # define names a session (sessions alone live under a scheme a client chose).
     return readable(principal, kind_of(entry.channel) or "session")
@@ -74,7 +74,7 @@ async def authenticate(host: Host, conn: Connection, params: dict[str, Any]) -> 
             {"resources": [USERS_RESOURCE_METADATA]},
         )
     if token == "":
-        host.gate.become(conn, conn.door_principal)
+        host.permissions.become(conn, conn.door_principal)
         return {}
     principal = await host.directory.principal_for_token(token)
     if principal is None:
@@ -83,7 +83,7 @@ async def authenticate(host: Host, conn: Connection, params: dict[str, Any]) -> 
             "authenticate: the directory knows no such token",
             {"resources": [USERS_RESOURCE_METADATA]},
         )
-    host.gate.become(conn, principal)
+    host.permissions.become(conn, principal)
     return {}
 
 
@@ -126,12 +126,12 @@ async def initialize(host: Host, conn: Connection, params: dict[str, Any]) -> di
         and not (isinstance(meta, dict) and meta.get("vscode.ahpChatUris"))
     )
     host.clients.remember(conn)
-    host.asks.arrived(conn)
+    host.client_requests.arrived(conn)
     snapshots = []
     for uri in subscriptions:
         await host.wake(uri)
         channel = host.fanout.channel(uri)
-        if channel is None or not host.gate.may_watch(conn.principal, channel):
+        if channel is None or not host.permissions.may_watch(conn.principal, channel):
             continue
         if not await _watched(host, channel):
             continue
@@ -162,7 +162,7 @@ async def reconnect(host: Host, conn: Connection, params: dict[str, Any]) -> dic
     if conn.ready and conn.client_id != client_id:
         raise invalid_params(f"reconnect: this connection is client {conn.client_id}")
     # Who the connection is now decides what it may resume (a revoked token, nothing).
-    principal = await host.gate.principal_now(conn)
+    principal = await host.permissions.principal_now(conn)
     # Another principal's client is answered as one this host never met: no id is confirmed.
     # A connection that is the client already resumes in place, whoever it signed in as since.
     record = (
@@ -177,14 +177,14 @@ async def reconnect(host: Host, conn: Connection, params: dict[str, Any]) -> dic
         conn.client_id = client_id
         conn.version_text, conn.version = record.version_text, record.version
         host.clients.remember(conn)
-        host.asks.arrived(conn)
+        host.client_requests.arrived(conn)
     found, missing = [], []
     for uri in subscriptions:
         await host.wake(uri)
         channel = host.fanout.channel(uri)
         if (
             channel is None
-            or not host.gate.may_watch(conn.principal, channel)
+            or not host.permissions.may_watch(conn.principal, channel)
             or not await _watched(host, channel)
         ):
             missing.append(uri)

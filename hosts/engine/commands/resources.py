@@ -50,7 +50,9 @@ def or_the_clients(method: str, handler: Handler) -> Handler:
             return await handler(host, conn, params)
         assert isinstance(uri, str)
         said = client_requests.as_the_client_knows(params, named[0], method)
-        answer: dict[str, Any] = await host.asks.ask(conn.principal.ref, uri, method, said)
+        answer: dict[str, Any] = await host.client_requests.ask(
+            conn.principal.ref, uri, method, said
+        )
         return answer
 
     handle.__name__ = handle.__qualname__ = handler.__name__
@@ -64,9 +66,9 @@ def or_the_meters(method: str, handler: Handler, grant: str) -> Handler:
     async def handle(host: Host, conn: Connection, params: dict[str, Any]) -> dict[str, Any]:
         uri = params.get("uri")
         if isinstance(uri, str) and uri.partition(":")[0] in meter.SCHEMES:
-            principal = await host.gate.principal_now(conn)
+            principal = await host.permissions.principal_now(conn)
             return await host.turns.metering.meter.resource(principal, method, uri, params)
-        await host.gate.require(conn, grant)
+        await host.permissions.require(conn, grant)
         return await handler(host, conn, params)
 
     handle.__name__ = handle.__qualname__ = handler.__name__

@@ -20,7 +20,9 @@ async def subscribe(host: Host, conn: Connection, params: dict[str, Any]) -> dic
         raise ProtocolError(ErrorCode.SESSION_NOT_FOUND, f"{what} not found: {uri}")
     # Who the connection is now decides, where watching the channel takes anything.
     if grants.SUBSCRIBE.get(channel.kind) is not None:
-        refused = host.gate.watch_refusal(await host.gate.principal_now(conn), channel)
+        refused = host.permissions.watch_refusal(
+            await host.permissions.principal_now(conn), channel
+        )
         if refused is not None:
             raise refused
     host.fanout.subscribe(conn, channel)

@@ -18,7 +18,7 @@ from typing import Any
 from ...protocol.errors import ErrorCode, ProtocolError
 from ...protocol.uris import ROOT_URI
 from ..channel import Channel
-from ..client_requests import Asks, client_uri, to_client_uri
+from ..client_requests import ClientRequests, client_uri, to_client_uri
 from ..clock import Cancellable
 from ..connection import Connection
 from ..fanout import Fanout
@@ -31,7 +31,9 @@ CHANGE_TYPES = ("added", "updated", "deleted")
 class ClientWatch:
     """One watch channel over a client's files and, while anyone watches it, its relay."""
 
-    def __init__(self, channel: Channel, client_id: str, asks: Asks, fanout: Fanout) -> None:
+    def __init__(
+        self, channel: Channel, client_id: str, asks: ClientRequests, fanout: Fanout
+    ) -> None:
         self.channel = channel
         self.client_id = client_id
         self._asks = asks

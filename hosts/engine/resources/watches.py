@@ -31,7 +31,7 @@ from watchfiles import Change
 from ...protocol.errors import ErrorCode, ProtocolError, invalid_params
 from ...protocol.uris import ROOT_URI
 from ..channel import Channel
-from ..client_requests import Asks, client_uri
+from ..client_requests import ClientRequests, client_uri
 from ..clock import Cancellable, Later, call_later
 from ..connection import Connection
 from ..fanout import Fanout
@@ -219,7 +219,7 @@ class Watches:
         self,
         fanout: Fanout,
         served: Served,
-        asks: Asks,
+        asks: ClientRequests,
         grace_s: float,
         later: Later = call_later,
         *,

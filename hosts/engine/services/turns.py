@@ -18,7 +18,7 @@ def room_for_agent(
 ) -> None:
     """-32009 in words naming the cap, where a turn sent to `chat` (None: a chat or a session
     about to be made) would start one agent more than its owner may run at once."""
-    if (reason := host.residency.refusal(owner, provider, chat)) is not None:
+    if (reason := host.running_agents.refusal(owner, provider, chat)) is not None:
         raise ProtocolError(ErrorCode.PERMISSION_DENIED, reason)
 
 

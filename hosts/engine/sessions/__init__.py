@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from .live_session import LiveChat, LiveSession
 from .presence import Presence
-from .running_agents import Residency
+from .running_agents import RunningAgents
 from .session_table import Sessions
 from .turns import Turns
 
-__all__ = ["LiveChat", "LiveSession", "Presence", "Residency", "Sessions", "Turns"]
+__all__ = ["LiveChat", "LiveSession", "Presence", "RunningAgents", "Sessions", "Turns"]

@@ -22,7 +22,7 @@ from typing import Any
 from ...backends.base import Attachment, TurnRequest
 from ...backends.fence_walk import NotRegular, Outside, read_regular, walk
 from ...protocol.errors import ProtocolError
-from ..client_requests import Asks, client_uri
+from ..client_requests import ClientRequests, client_uri
 from ..resources.files import content_type
 from ..resources.served import Served
 
@@ -51,7 +51,7 @@ def turn_request(turn_id: str, text: str, action: Mapping[str, Any]) -> TurnRequ
 class Attachments:
     """Finds a request's attachments, inside the fence."""
 
-    def __init__(self, served: Served, asks: Asks, limit: int = FETCH_LIMIT) -> None:
+    def __init__(self, served: Served, asks: ClientRequests, limit: int = FETCH_LIMIT) -> None:
         self._served = served
         self._asks = asks
         self._limit = limit

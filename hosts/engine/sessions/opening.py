@@ -12,14 +12,14 @@ from .jails import session_jail
 from .live_session import LiveChat
 from .local_commands import command_of
 from .records import assistant_text, file_path
-from .running_agents import Residency
+from .running_agents import RunningAgents
 from .session_table import Sessions
 
 
 async def open_agent_chat(
     chat: LiveChat,
     sessions: Sessions,
-    residency: Residency,
+    running_agents: RunningAgents,
     terminals: Terminals,
     state_dir: Path | None,
 ) -> AgentChat:
@@ -31,7 +31,7 @@ async def open_agent_chat(
         agent = sessions.agents.get(record.provider)
         if agent is None:
             raise BackendError(f"No agent is configured for provider {record.provider!r}")
-        await residency.make_room(chat)
+        await running_agents.make_room(chat)
         history = [
             {"user": t["message"].get("text", ""), "assistant": assistant_text(t)}
             for t in chat.record.turns

@@ -34,7 +34,7 @@ log = logging.getLogger("ahpd.sessions")
 PER_PERSON_SETTING = "AHPD_AGENTS_PER_PERSON"
 
 
-class Residency:
+class RunningAgents:
     def __init__(
         self, sessions: Sessions, *, sleep_after_s: float, session_limit: int, per_person: int
     ) -> None:

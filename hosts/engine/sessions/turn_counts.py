@@ -40,7 +40,7 @@ class Durations:
 
 
 @dataclass
-class TurnTally:
+class TurnCounts:
     """Turns started, ended (by provider and ending), backend failures and durations."""
 
     started: Counter[str] = field(default_factory=Counter)

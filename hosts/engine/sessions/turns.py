@@ -26,9 +26,9 @@ from .metered import Metering
 from .opening import open_agent_chat
 from .pending import PendingMessages
 from .runner import TurnRunner, sender_of
-from .running_agents import Residency
+from .running_agents import RunningAgents
 from .session_table import Sessions
-from .turn_counts import TurnTally
+from .turn_counts import TurnCounts
 from .turn_hooks import TurnHooks
 
 log = logging.getLogger("ahpd.sessions")
@@ -38,7 +38,7 @@ class Turns(PendingMessages):
     def __init__(
         self,
         sessions: Sessions,
-        residency: Residency,
+        running_agents: RunningAgents,
         *,
         delta_window_ms: int,
         state_dir: Path | None,
@@ -46,7 +46,7 @@ class Turns(PendingMessages):
         attachments: Attachments,
     ):
         self._sessions = sessions
-        self._residency = residency
+        self._running_agents = running_agents
         self._window_ms = delta_window_ms
         self._state_dir = state_dir
         #: What runs a `!command` turn in a terminal, in the backend's place.
@@ -54,7 +54,7 @@ class Turns(PendingMessages):
         #: What finds a message's attachments before its turn runs (the host's, in its fence).
         self.attachments = attachments
         #: What the turns came to, for the operator.
-        self.tally = TurnTally()
+        self.counts = TurnCounts()
         #: Set once the host is on its way out: a turn said from then on ends unrun.
         self.closing = False
         self.hooks = TurnHooks()  # what keeps a changeset's trees (turn_hooks.py)
@@ -110,8 +110,8 @@ class Turns(PendingMessages):
         runner = TurnRunner(chat, turn_id, started, self._window_ms)
         runner.sender = sender_of(action)
         chat.runner = runner
-        self._residency.used(chat)
-        self.tally.start(session.record.provider, turn_id, chat.record.uri, runner.sender)
+        self._running_agents.used(chat)
+        self.counts.start(session.record.provider, turn_id, chat.record.uri, runner.sender)
         text = str(action.get("message", {}).get("text", ""))
         title = None
         if not session.channel.state["title"] and not session.record.title and text.strip():
@@ -202,7 +202,11 @@ class Turns(PendingMessages):
             await self.hooks.starting(chat, request.turn_id)
             try:
                 agent_chat = local or await open_agent_chat(
-                    chat, self._sessions, self._residency, self.local.terminals, self._state_dir
+                    chat,
+                    self._sessions,
+                    self._running_agents,
+                    self.local.terminals,
+                    self._state_dir,
                 )
             except Exception as exc:
                 message = str(exc) if isinstance(exc, BackendError) else f"The agent failed: {exc}"
@@ -255,13 +259,13 @@ class Turns(PendingMessages):
         self._sessions.touch(chat.session)
         self._sessions.update_active_count()
         self._sessions.chat_row_moved(chat)
-        self._residency.rested(chat)
+        self._running_agents.rested(chat)
         # A stopped or failed turn leaves the queue waiting for the client's next move.
         if take_queued:
             self.take_queued(chat)
 
     def _count_end(self, chat: LiveChat, runner: TurnRunner) -> None:
-        self.tally.end(
+        self.counts.end(
             chat.session.record.provider,
             runner.turn_id,
             chat.record.uri,

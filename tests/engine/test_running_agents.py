@@ -97,9 +97,9 @@ async def test_the_cap_counts_only_backends_that_hold_a_process():
     first = new_chat(host, "process", "first")
     await send(host, first, "wait")
     second = new_chat(host, "process", "second")
-    refusal = host.residency.refusal(host.root_principal.ref, "process", second)
+    refusal = host.running_agents.refusal(host.root_principal.ref, "process", second)
     assert refusal is not None and "(AHPD_AGENTS_PER_PERSON=1)" in refusal
-    assert host.residency.refusal(host.root_principal.ref, "loop", None) is None
+    assert host.running_agents.refusal(host.root_principal.ref, "loop", None) is None
     # Three loops and one process at work: the process's one is what the cap counts.
-    assert host.residency.running(host.root_principal.ref) == 1
+    assert host.running_agents.running(host.root_principal.ref) == 1
     await host.stop()

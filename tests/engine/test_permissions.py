@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from hosts.engine.channel import Channel
-from hosts.engine.permissions import Gate
+from hosts.engine.permissions import Permissions
 from hosts.engine.principal import Principal
 from hosts.protocol.errors import ErrorCode, ProtocolError
 from hosts.protocol.uris import ROOT_URI
@@ -38,11 +38,11 @@ def member(token: int, *grants: str) -> Principal:
     return Principal("user:max", grants or ("config:settings",), token)
 
 
-def setup() -> tuple[Gate, CountingDirectory, Channel]:
+def setup() -> tuple[Permissions, CountingDirectory, Channel]:
     core = fanout()
     root = core.open(Channel(ROOT_URI, "root", dict(ROOT_STATE)))
     directory = CountingDirectory()
-    return Gate(directory, core), directory, root
+    return Permissions(directory, core), directory, root
 
 
 async def test_a_tokens_principal_is_read_once_for_every_command_of_every_connection():
