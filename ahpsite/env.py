@@ -65,7 +65,13 @@ def overridden() -> list[str]:
 
 
 #: Settings naming a path: written to the env file absolute, so any shell's cwd reads the same.
-PATH_SETTINGS = ("AHPD_DATA_DIR", "AHPD_CONFIG", "AHPD_CONNECTION_TOKEN_FILE", "AHPD_PATHS")
+PATH_SETTINGS = (
+    "AHPD_DATA_DIR",
+    "AHPD_CONFIG",
+    "AHPD_CONNECTION_TOKEN_FILE",
+    "AHPD_PATHS",
+    "AHPD_WIRE",
+)
 
 
 def write_env_file(path: Path) -> bool:

@@ -166,6 +166,9 @@ AHPD_TERMINALS_PER_PERSON = env_int("AHPD_TERMINALS_PER_PERSON", 10, minimum=0)
 AHPD_CONFIG = env_str("AHPD_CONFIG")
 if AHPD_CONFIG and not Path(AHPD_CONFIG).expanduser().is_file():
     raise EnvError(f"AHPD_CONFIG names no file: {AHPD_CONFIG!r}")
+#: A file the server appends every frame to, both directions (hosts/edge/wire_capture.py);
+#: `manage.py serve --wire <file>` sets it for one run.
+AHPD_WIRE = env_str("AHPD_WIRE")
 
 # -- Django ----------------------------------------------------------------------------------
 

@@ -12,7 +12,7 @@ from ..engine.connection import Connection
 from ..engine.router import Router
 from ..protocol import jsonrpc
 from ..protocol.errors import ErrorCode, ProtocolError
-from . import connection_token
+from . import connection_token, wire_capture
 from .daphne_wire import FRAMES, DaphneWire
 from .runtime import get_router
 
@@ -95,9 +95,8 @@ class AhpConsumer(AsyncConsumer):
                 await self.send({"type": "websocket.close"})
                 return
         client = self.scope.get("client") or ("?", 0)
-        self.connection = host.connect(
-            _SocketTransport(self), f"{client[0]}:{client[1]}", principal
-        )
+        peer = f"{client[0]}:{client[1]}"
+        self.connection = host.connect(_SocketTransport(self, peer), peer, principal)
         await self.send({"type": "websocket.accept"})
 
     async def _receive(self, message: dict[str, Any]) -> None:
@@ -110,6 +109,8 @@ class AhpConsumer(AsyncConsumer):
             self.router.host.fanout.send(self.connection, BINARY_REFUSAL)
             return
         assert self.router is not None
+        if (capture := wire_capture.capture) is not None:
+            capture.record(wire_capture.C2S, text, self.connection.peer)
         await self.router.receive(self.connection, text)
 
     async def _disconnect(self) -> None:
@@ -124,10 +125,11 @@ class _SocketTransport:
     ASGI server, through the consumer's send.
     """
 
-    __slots__ = ("_consumer", "_protocol", "_wire")
+    __slots__ = ("_consumer", "_peer", "_protocol", "_wire")
 
-    def __init__(self, consumer: AhpConsumer) -> None:
+    def __init__(self, consumer: AhpConsumer, peer: str) -> None:
         self._consumer = consumer
+        self._peer = peer
         # daphne's send is a partial over its protocol; nothing else is.
         self._protocol = next(iter(getattr(consumer.base_send, "args", ())), None)
         wire = DaphneWire(self._protocol)
@@ -137,6 +139,11 @@ class _SocketTransport:
         wire = self._wire
         if wire is None:
             return False
+        if (capture := wire_capture.capture) is not None and wire.open:
+            # Written down before it is sent: a client never reads a frame the capture
+            # does not hold yet.
+            for text in texts:
+                capture.record(wire_capture.S2C, text, self._peer)
         frame = FRAMES.frame
         return wire.write(
             frame(texts[0]) if len(texts) == 1 else b"".join([frame(t) for t in texts])
@@ -146,6 +153,8 @@ class _SocketTransport:
         if self.write_now(texts):
             return
         for text in texts:
+            if (capture := wire_capture.capture) is not None:
+                capture.record(wire_capture.S2C, text, self._peer)
             await self._consumer.base_send({"type": "websocket.send", "text": text})
 
     async def close(self, code: int, reason: str) -> None:

@@ -146,6 +146,17 @@ class DaphneWire:
         tcp._tempDataBuffer = []
         tcp._tempDataLen = 0
 
+    @property
+    def open(self) -> bool:
+        """Whether `write` writes now (the connection is open)."""
+        tcp = self.tcp
+        return (
+            tcp is not None
+            and self.sock is not None
+            and self.protocol.state == _OPEN
+            and not tcp.disconnecting
+        )
+
     def write(self, data: bytes) -> bool:
         """Write whole frames; False when the connection is not open (nothing written)."""
         tcp, sock = self.tcp, self.sock

@@ -7,6 +7,7 @@ import os
 import signal
 import sys
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -21,11 +22,18 @@ class Command(BaseCommand):
 
     help = "Serve the AHP WebSocket (and the HTTP API and admin) on AHPD_HOST:AHPD_PORT."
 
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument(
+            "--wire",
+            metavar="FILE",
+            help="append every frame, both directions, to FILE as JSON lines (AHPD_WIRE)",
+        )
+
     def handle(self, *args: Any, **options: Any) -> None:
         from hosts.backends.config import ConfigError
         from hosts.backends.process import set_child_umask
         from hosts.backends.sandbox import SandboxError
-        from hosts.edge import connection_token, control
+        from hosts.edge import connection_token, control, wire_capture
         from hosts.edge.addresses import public_base, vscode_address, with_token
         from hosts.edge.daphne_server import build_server, reactor_loop
         from hosts.edge.preflight import listen_refusal, preflight
@@ -38,7 +46,9 @@ class Command(BaseCommand):
             token = connection_token.connection_token()
             configured_agents()  # refuse a bad agents file now, not at the first connection
             sandbox = sandbox_settings()  # bubblewrap tried once, now
-        except (ConfigError, SandboxError) as exc:
+            wire = options.get("wire") or settings.AHPD_WIRE
+            capture = wire_capture.start(Path(wire)) if wire else None
+        except (ConfigError, SandboxError, wire_capture.WireCaptureError) as exc:
             raise EnvError(str(exc)) from None
         # The port, the database and the channel layer, before anything is started on them.
         preflight()
@@ -108,6 +118,8 @@ class Command(BaseCommand):
                 f'"name": "ahpd"' + (f', "connectionToken": "{token}"' if token else "") + "}]"
             )
             self.stdout.write(f"ahpd: data in {settings.AHPD_DATA_DIR}")
+            if capture is not None:
+                self.stdout.write(f"ahpd: every frame is written to {capture.path} (the wire)")
             if sandbox.mode == "bwrap":
                 network = "network on" if sandbox.network else "no network"
                 self.stdout.write(
@@ -126,6 +138,7 @@ class Command(BaseCommand):
             server.run()
         finally:
             control.withdraw()
+            wire_capture.stop()
         if server.listen_failure is not None:
             # Taken since the preflight bound it: refused the same way, not exited 0.
             raise EnvError(listen_refusal(host, port, server.listen_failure))
