@@ -1,4 +1,4 @@
-"""The door: the connection token, where it comes from, and whether a request carries it."""
+"""The connection token: where it comes from, and whether a request carries it."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Serving the host with daphne: the door at the upgrade, and the listening socket.
+"""Serving the host with daphne: the connection token checked at the upgrade, and the
+listening socket.
 
 Daphne can only refuse a WebSocket upgrade with 403 (ASGI's denial-response extension is not
 implemented there), and a client told 403 cannot tell a missing token from a forbidden path.
@@ -42,7 +43,7 @@ class TokenCheckingWebSocketProtocol(WebSocketProtocol):
             return super().onConnect(request)
         if token is None:
             return self._refuse(request, token)
-        # A person's token opens the door too; who it is, is the database's to say.
+        # A person's token is admitted too; who it is, is the database's to say.
         decided = threads.deferToThread(connection_token.person_admitted, token)
         decided.addCallback(
             lambda admitted: (

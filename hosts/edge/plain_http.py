@@ -1,4 +1,5 @@
-"""Plain HTTP on the WebSocket's path: 426 for a request the door would admit, 401 otherwise."""
+"""Plain HTTP on the WebSocket's path: 426 for a request whose token would be admitted, 401
+otherwise."""
 
 from __future__ import annotations
 

@@ -20,9 +20,9 @@ from .principal import ANONYMOUS, Principal
 class Connection:
     transport: Transport
     peer: str
-    #: Who this connection is now, and who the door admitted it as (for a sign-out).
+    #: Who this connection is now, and who its token admitted it as (for a sign-out).
     principal: Principal = ANONYMOUS
-    door_principal: Principal = ANONYMOUS
+    admitted_principal: Principal = ANONYMOUS
     client_id: str | None = None
     version_text: str | None = None
     version: Version | None = None

@@ -171,7 +171,7 @@ class Host:
         self._root_unsaid = 0
         self._started = False
         self._start_lock = asyncio.Lock()
-        #: Set once `stop` began: the door admits nobody new.
+        #: Set once `stop` began: no new connection is admitted.
         self.stopping = False
         self.started_monotonic = time.monotonic()
 
@@ -298,9 +298,9 @@ class Host:
     def connect(
         self, transport: Transport, peer: str, principal: Principal | None = None
     ) -> Connection:
-        """A socket the door admitted, as the person (or the deployment) its token is."""
+        """A socket admitted at the upgrade, as the person (or the deployment) its token is."""
         conn = self.fanout.connect(transport, peer)
-        conn.principal = conn.door_principal = principal or self.root_principal
+        conn.principal = conn.admitted_principal = principal or self.root_principal
         connections_log.info(
             "connected: %s as %s",
             peer,

@@ -113,7 +113,7 @@ class Permissions:
             principal = await self._read(conn.principal)
         if principal is None:
             self.become(conn, ANONYMOUS)
-            conn.door_principal = conn.principal
+            conn.admitted_principal = conn.principal
             raise ProtocolError(
                 ErrorCode.AUTH_REQUIRED,
                 "The token this connection signed in with is no longer valid: sign in again",

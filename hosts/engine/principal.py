@@ -71,7 +71,7 @@ class Principal:
         return "*:*" in self.grants
 
 
-#: Who a connection is before the door or a sign-in says otherwise: nobody, with no grants.
+#: Who a connection is before its token or a sign-in says otherwise: nobody, with no grants.
 ANONYMOUS = Principal(ANONYMOUS_REF, ())
 
 

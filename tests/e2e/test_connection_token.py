@@ -1,4 +1,4 @@
-"""The door: the connection token at the upgrade, on plain HTTP, and where it comes from."""
+"""The connection token at the upgrade, on plain HTTP, and where it comes from."""
 
 from __future__ import annotations
 

@@ -34,7 +34,8 @@ FRESH = "fresh"
 @dataclass(frozen=True, slots=True)
 class Command:
     handler: Handler
-    #: What the caller must hold (read fresh), FRESH, or None for nothing beyond the door.
+    #: What the caller must hold (read fresh), FRESH, or None for nothing beyond a connection's
+    #: token.
     grant: str | None = None
 
 

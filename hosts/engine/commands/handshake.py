@@ -74,7 +74,7 @@ async def authenticate(host: Host, conn: Connection, params: dict[str, Any]) -> 
             {"resources": [USERS_RESOURCE_METADATA]},
         )
     if token == "":
-        host.permissions.become(conn, conn.door_principal)
+        host.permissions.become(conn, conn.admitted_principal)
         return {}
     principal = await host.directory.principal_for_token(token)
     if principal is None:
