@@ -51,6 +51,11 @@ class StoredSession(models.Model):
         blank=True,
         help_text="the git tree each turn found and left, by turn id (changesets)",
     )
+    reviews = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="review ticks by changeset scope: file id -> the blob it held then",
+    )
 
     class Meta:
         verbose_name = "session"

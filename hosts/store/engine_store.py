@@ -74,6 +74,7 @@ _SESSION_FIELDS = (
     "owner",
     "scope",
     "snapshots",
+    "reviews",
 )
 _CHAT_FIELDS = ("title", "created_ms", "backend_id", "is_read", "is_archived", "draft")
 

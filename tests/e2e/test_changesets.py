@@ -381,6 +381,78 @@ async def test_a_review_tick_on_the_working_trees_changes_is_refused(server, con
     await client.assert_conforms(uri)
 
 
+async def test_review_ticks_hold_on_the_sessions_and_a_turns_changes_until_the_file_changes(
+    server, connect, repo
+):
+    client, session, chat = await opened(server, connect, repo)
+    whole = f"{session}/changeset/session"
+    await watched(client, whole)
+    first = turn("!printf 'one\\n' > b.txt && printf 'new\\n' > c.txt")
+    await client.dispatch_and_wait(chat, first)
+    await client.wait_action(ended(chat, first["turnId"]), timeout=30)
+    rows = await files_named(client, whole, "b.txt", "c.txt")
+    # The catalogue says which changesets keep a review: not the working tree's.
+    catalogue = client.tracked[session][0]["changesets"]
+    reviewable = {c["changeKind"]: "review" in c.get("capabilities", {}) for c in catalogue}
+    assert reviewable == {"uncommitted": False, "session": True, "turn": True}
+    assert all(len(row["_meta"]["ahpd.blob"]) == 40 for row in rows.values())
+
+    ids = [rows["b.txt"]["id"], rows["c.txt"]["id"]]
+    tick = {"type": "changeset/filesReviewChanged", "files": ids, "reviewed": True}
+    await client.dispatch_and_wait(whole, tick)
+    assert all(f.get("reviewed") for f in client.tracked[whole][0]["files"])
+    turn_one = f"{session}/changeset/turn/{first['turnId']}"
+    await watched(client, turn_one)
+    b_of_turn = (await files_named(client, turn_one, "b.txt", "c.txt"))["b.txt"]
+    await client.dispatch_and_wait(turn_one, {**tick, "files": [b_of_turn["id"]]})
+
+    # A turn that changes b.txt again takes its tick off the session's row; c.txt keeps it,
+    # and so does the first turn's own row (what that turn did has not changed).
+    second = turn("!printf 'two\\n' > b.txt")
+    await client.dispatch_and_wait(chat, second)
+    await client.wait_action(ended(chat, second["turnId"]), timeout=30)
+
+    def ticks(uri: str) -> dict[str, bool] | None:
+        files = {
+            f["id"].rsplit("/", 1)[-1]: bool(f.get("reviewed"))
+            for f in client.tracked[uri][0]["files"]
+        }
+        return files if files.get("b.txt") is False else None
+
+    assert await client.wait_for(lambda: ticks(whole), timeout=20) == {
+        "b.txt": False,
+        "c.txt": True,
+    }
+    assert {f["id"]: bool(f.get("reviewed")) for f in client.tracked[turn_one][0]["files"]} == {
+        b_of_turn["id"]: True,
+        rows["c.txt"]["id"]: False,
+    }
+    # Another client subscribing now is shown the ticks that hold.
+    other = await connect(server.url)
+    await other.initialize()
+    late = (await other.request("subscribe", {"channel": whole}))["snapshot"]["state"]
+    await other.wait_for(lambda: other.tracked[whole][0]["status"] == "ready", timeout=20)
+    shown = {f["id"]: bool(f.get("reviewed")) for f in other.tracked[whole][0]["files"]}
+    assert shown == {rows["b.txt"]["id"]: False, rows["c.txt"]["id"]: True}, late
+    for uri in (whole, turn_one):
+        await client.assert_conforms(uri)
+
+    # The ticks are kept with the session: the next start shows the ones that hold.
+    server.restart()
+    client = await connect(server.url)
+    await client.initialize()
+    await watched(client, whole)
+    await files_named(client, whole, "b.txt", "c.txt")
+    shown = {f["id"]: bool(f.get("reviewed")) for f in client.tracked[whole][0]["files"]}
+    assert shown == {rows["b.txt"]["id"]: False, rows["c.txt"]["id"]: True}
+    # A tick taken off is kept off.
+    await client.dispatch_and_wait(
+        whole, {**tick, "files": [rows["c.txt"]["id"]], "reviewed": False}
+    )
+    assert not any(f.get("reviewed") for f in client.tracked[whole][0]["files"])
+    await client.assert_conforms(whole)
+
+
 async def test_a_resource_watch_sees_the_file_an_agent_wrote(server, connect, repo):
     client, _, chat = await opened(server, connect, repo)
     watch = await client.request("createResourceWatch", {"uri": repo.as_uri(), "recursive": True})

@@ -31,7 +31,7 @@ from ..fanout import Fanout
 from ..folder_watchers import FolderWatchers
 from ..sessions.live_session import LiveChat, LiveSession
 from ..sessions.records import SessionRecord
-from . import git, scopes, watching
+from . import files, git, scopes, watching
 from .operations import Tree
 from .outside_git import OutsideGitCopies
 
@@ -163,9 +163,54 @@ class Changesets:
         title = str(session.channel.state.get("title") or "") if session is not None else ""
         return title or "Changes made in an ahpd session"
 
+    # -- review ---------------------------------------------------------------------------
+
+    def keep_review(
+        self, changeset: Changeset, session: LiveSession, ids: list[str], reviewed: bool
+    ) -> None:
+        """Keep the ticks a client gave (or took off) the files `ids` of a changeset, each
+        against the blob its file holds now (a file with none, or not held, keeps nothing)."""
+        held = {f["id"]: f for f in changeset.channel.state["files"]}
+        ticks = dict(session.record.reviews.get(changeset.scope, {}))
+        for file_id in ids:
+            blob = (held.get(file_id, {}).get("_meta") or {}).get(files.BLOB)
+            if reviewed and blob is not None:
+                ticks[file_id] = blob
+            else:
+                ticks.pop(file_id, None)
+        self._keep_ticks(session, changeset.scope, ticks)
+
+    def _ticked(self, changeset: Changeset, found: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The files as read, each ticked where its tick still holds: a file that holds
+        another blob since it was ticked (a turn changed it again), or is gone, loses it."""
+        session = self._session_of(changeset.session)
+        ticks = session.record.reviews.get(changeset.scope) if session is not None else None
+        if session is None or not ticks:
+            return found
+        still: dict[str, str] = {}
+        out = []
+        for file in found:
+            blob = (file.get("_meta") or {}).get(files.BLOB)
+            if blob is not None and ticks.get(file["id"]) == blob:
+                still[file["id"]] = blob
+                file = {**file, "reviewed": True}
+            out.append(file)
+        if still != ticks:
+            self._keep_ticks(session, changeset.scope, still)
+        return out
+
+    def _keep_ticks(self, session: LiveSession, scope: str, ticks: dict[str, str]) -> None:
+        # Replaced, never changed in place: the store's thread may be copying the record.
+        reviews = {k: v for k, v in session.record.reviews.items() if k != scope}
+        if ticks:
+            reviews[scope] = ticks
+        session.record.reviews = reviews
+        self._save(session)
+
     def _say(
         self, changeset: Changeset, found: list[dict[str, Any]], operations: list[dict[str, Any]]
     ) -> None:
+        found = self._ticked(changeset, found)
         channel = changeset.channel
         state = channel.state
         held = {f["id"]: f for f in state["files"]}

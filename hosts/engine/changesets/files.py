@@ -20,6 +20,8 @@ from urllib.parse import unquote, urlsplit
 from ...protocol.errors import invalid_params
 from . import git
 
+#: A file's `_meta` key naming the blob it holds after (a session's and a turn's changes).
+BLOB = "ahpd.blob"
 #: The scheme of a file's before side: `ahpd-git:///<path>?ref=<commit>`.
 CONTENT_SCHEME = "ahpd-git"
 _COMMIT = re.compile(r"^[0-9a-f]{7,64}$")
@@ -137,7 +139,15 @@ async def read_between(
         if row.path in stats:
             added, removed = stats[row.path]
             edit["diff"] = {"added": added, "removed": removed}
-        files.append({"id": (after if "after" in edit else before_path).as_uri(), "edit": edit})
+        file: dict[str, Any] = {
+            "id": (after if "after" in edit else before_path).as_uri(),
+            "edit": edit,
+        }
+        if row.blob is not None:
+            # What the file holds after, as git names it: a content version, which the
+            # protocol's file has none of; a review tick holds while this does.
+            file["_meta"] = {BLOB: row.blob}
+        files.append(file)
     return files, found
 
 

@@ -85,6 +85,9 @@ class Row:
     index: str
     tree: str
     origin: str | None = None
+    #: Between two trees: the blob the path holds after (None when deleted), what a review
+    #: tick is kept against.
+    blob: str | None = None
 
     @property
     def untracked(self) -> bool:
@@ -273,12 +276,13 @@ async def numstat(
 
 async def changed(top: Path, base: str, then: str, pathspec: str, env: Env = None) -> list[Row]:
     """What differs between two trees under `pathspec`, as rows whose index letter is the
-    change (A, M, D, R with the path it came from)."""
+    change (A, M, D, R with the path it came from), each with the blob it holds after."""
     _, out = await run(
         top,
         "diff",
         *NO_DRIVERS,
-        "--name-status",
+        "--raw",
+        "--no-abbrev",
         "-z",
         "--find-renames",
         base,
@@ -287,19 +291,23 @@ async def changed(top: Path, base: str, then: str, pathspec: str, env: Env = Non
         pathspec,
         env=env,
     )
+    # Each entry: ":<mode> <mode> <blob before> <blob after> <letter><score>", then its path
+    # (two for a rename or copy, the one it came from first).
     fields = out.decode(errors="surrogateescape").split("\0")
     rows: list[Row] = []
     i = 0
     while i < len(fields):
-        letter = fields[i][:1]
+        head = fields[i].split()
         i += 1
-        if not letter:
+        if len(head) != 5 or not head[0].startswith(":"):
             continue
+        letter, after = head[4][:1], head[3]
+        blob = None if letter == "D" or not after.strip("0") else after
         if letter in "RC":
-            rows.append(Row(fields[i + 1], letter, " ", fields[i]))
+            rows.append(Row(fields[i + 1], letter, " ", fields[i], blob))
             i += 2
         else:
-            rows.append(Row(fields[i], letter, " "))
+            rows.append(Row(fields[i], letter, " ", None, blob))
             i += 1
     return rows
 

@@ -66,18 +66,22 @@ def catalogue(record: SessionRecord, kept: bool = False) -> list[dict[str, Any]]
     folder = folder_of(record)
     if folder is None or not (kept or in_git(record)):
         return None
+    # A session's and a turn's changes keep review ticks (changeset_table.py: reviews); the
+    # working tree's do not.
     ours = [
         {
             "label": "Session Changes",
             "uriTemplate": uri_of(record.uri, SESSION),
             "changeKind": "session",
             "description": "What changed since the session's first turn began",
+            "capabilities": {"review": {}},
         },
         {
             "label": "Turn Changes",
             "uriTemplate": uri_of(record.uri, TURN + "{turnId}"),
             "changeKind": "turn",
             "description": "What one turn changed",
+            "capabilities": {"review": {}},
         },
     ]
     if not in_git(record):

@@ -73,6 +73,9 @@ class SessionRecord:
     #: The working tree (a git tree id) as each turn found it and left it, by turn id; the
     #: first turn's start is what the session found (changesets/).
     snapshots: dict[str, list[str]] = field(default_factory=dict)
+    #: Review ticks by changeset scope (`session`, `turn/<id>`): file id -> the blob the file
+    #: held when it was ticked; a file that holds another since has its tick taken off.
+    reviews: dict[str, dict[str, str]] = field(default_factory=dict)
     #: A run's session: {kind: automation, automation, run}. Read back from the run's record
     #: (automations/), not from the session's row.
     origin: dict[str, Any] | None = None
