@@ -56,6 +56,11 @@ class StoredSession(models.Model):
         blank=True,
         help_text="review ticks by changeset scope: file id -> the blob it held then",
     )
+    annotations = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="the marks on its channel <session>/annotations",
+    )
 
     class Meta:
         verbose_name = "session"

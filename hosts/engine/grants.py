@@ -219,6 +219,7 @@ SUBSCRIBE: dict[str, tuple[str, ...]] = {
     "session": ("session:state",),
     "chat": ("chat:turns", "session:state"),
     "changeset": ("session:state",),
+    "annotations": ("session:state",),
     "terminal": ("terminal:output",),
     "automation": ("automation:read",),
     "automationRun": ("automation:read",),

@@ -23,7 +23,7 @@ from ..protocol.reducers import reduce
 from ..protocol.shapes import Origin
 from ..protocol.uris import ROOT_URI
 from ..protocol.validation import action_problem
-from . import access, changesets, grants, root_config
+from . import access, changesets, grants, root_config, session_annotations
 from .changesets import Changesets
 from .changesets import git as changeset_git
 from .changesets.outside_git import OutsideGitCopies
@@ -122,6 +122,10 @@ class Host:
             folders=self.folder_watchers,
         )
         self.sessions.catalogue_of = self.changesets.catalogue
+        #: Each session's annotations channel.
+        self.annotations = session_annotations.Annotations(
+            self.fanout, self.sessions.session, self.sessions.save_session
+        )
         self.sessions.on_activity = self.changesets.activity
         #: Where what people start runs (bubblewrap, or as the server's user when off).
         self.sandbox = Sandbox(settings.sandbox)
@@ -186,9 +190,11 @@ class Host:
         self.permissions.forget(tokens)
 
     def _whose(self, uri: str) -> access.Owned | None:
-        """Whose a channel is: the session it is in (a session's, a chat's, a changeset's), or
+        """Whose a channel is: the session it is in (a session's, a chat's, a changeset's, its
+        annotations'), or
         a terminal's (the session claiming it, else its opener: Terminals.whose)."""
-        record = self.sessions.record_of(changesets.session_uri_of(uri) or uri)
+        in_session = changesets.session_uri_of(uri) or session_annotations.session_uri_of(uri)
+        record = self.sessions.record_of(in_session or uri)
         return record if record is not None else self.terminals.whose(uri)
 
     async def wake(self, uri: str) -> None:
@@ -197,6 +203,7 @@ class Host:
         await self.sessions.wake(uri)
         self.watches.wake(uri)
         self.changesets.wake(uri)
+        self.annotations.wake(uri)
 
     def agents_info(self) -> list[dict[str, Any]]:
         """Root state's `agents`: each agent's AgentInfo, with the people resource."""

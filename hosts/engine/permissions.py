@@ -81,15 +81,15 @@ class Permissions:
 
     def watch_refusal(self, principal: Principal, channel: Channel) -> ProtocolError | None:
         """Why a principal may not watch a channel (-32009), or None: its kind's grant, and,
-        for a session's channels (its chats, its changesets), that session; for a terminal,
-        the session claiming it or else its opener; for a watch over a client's files, that
-        client's being theirs."""
+        for a session's channels (its chats, changesets and annotations), that session; for a
+        terminal, the session claiming it or else its opener; for a watch over a client's
+        files, that client's being theirs."""
         needed = grants.SUBSCRIBE.get(channel.kind)
         if needed is not None and not any(principal.may(n) for n in needed):
             return denied(principal, needed[0])
         if channel.kind == "resourceWatch":
             return self.watch_owner(principal.ref, channel)
-        owned = channel.kind in ("session", "chat", "changeset", "terminal")
+        owned = channel.kind in ("session", "chat", "changeset", "annotations", "terminal")
         record = self.whose(channel.uri) if owned else None
         reading = access.READ_TERMINAL if channel.kind == "terminal" else access.READ_SESSION
         reason = access.refusal(principal, record, reading) if record else None

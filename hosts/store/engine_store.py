@@ -75,6 +75,7 @@ _SESSION_FIELDS = (
     "scope",
     "snapshots",
     "reviews",
+    "annotations",
 )
 _CHAT_FIELDS = ("title", "created_ms", "backend_id", "is_read", "is_archived", "draft")
 

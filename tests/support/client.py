@@ -36,6 +36,8 @@ def state_kind(uri: str) -> str | None:
     changeset's, whatever the session's scheme; else its scheme says."""
     if "/changeset/" in uri:
         return "changeset"
+    if uri.endswith("/annotations"):
+        return "annotations"
     return STATE_KINDS.get(uri.partition(":")[0])
 
 

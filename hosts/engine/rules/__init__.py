@@ -8,6 +8,7 @@ says, and the README's coverage table is generated from it (coverage.py).
 
 from __future__ import annotations
 
+from .annotation_rules import ANNOTATION_RULES
 from .automation_rules import AUTOMATION_RULES
 from .changeset_rules import CHANGESET_RULES
 from .chat_rules import CHAT_RULES
@@ -24,6 +25,7 @@ for _rule in (
     *CHAT_RULES,
     *TERMINAL_RULES,
     *CHANGESET_RULES,
+    *ANNOTATION_RULES,
     *AUTOMATION_RULES,
     *NOT_YET_RULES,
 ):

@@ -19,10 +19,5 @@ NOT_YET_RULES = tuple(
         "session/mcpServerStartRequested",
         "session/mcpServerStopRequested",
         "session/mcpServerBackgroundRequested",
-        "annotations/set",
-        "annotations/updated",
-        "annotations/removed",
-        "annotations/entrySet",
-        "annotations/entryRemoved",
     )
 )

@@ -137,6 +137,7 @@ async def do_dispose_session(host: Host, caller: Caller, uri: str) -> None:
     caller.may_in(session, "session:dispose")
     # Its changesets are cleared for those who watch them before the session is said gone.
     await host.changesets.clear(session.record.uri)
+    host.annotations.close(session.record.uri)
     await host.sessions.dispose(session)
     if host.automations is not None:
         await host.automations.runs.session_gone(session.record.uri)

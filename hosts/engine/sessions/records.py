@@ -76,6 +76,8 @@ class SessionRecord:
     #: Review ticks by changeset scope (`session`, `turn/<id>`): file id -> the blob the file
     #: held when it was ticked; a file that holds another since has its tick taken off.
     reviews: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: Its annotations channel's marks (annotations.py), as the last action left them.
+    annotations: list[dict[str, Any]] = field(default_factory=list)
     #: A run's session: {kind: automation, automation, run}. Read back from the run's record
     #: (automations/), not from the session's row.
     origin: dict[str, Any] | None = None
