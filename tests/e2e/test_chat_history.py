@@ -1,10 +1,13 @@
-"""A chat's history end to end: turn windows (`view.turns`, `turnsNextCursor`, `fetchTurns`),
-over a started server with the OpenAI-compatible backend against a local chat-completions
-server."""
+"""A chat's history and where it lives, end to end: turn windows (`view.turns`,
+`turnsNextCursor`, `fetchTurns`) and the config completions a new session is started with
+(`sessionConfigCompletions`), over a started server with the OpenAI-compatible backend against
+a local chat-completions server."""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import tempfile
 import uuid
 from pathlib import Path
@@ -178,3 +181,94 @@ async def test_a_view_that_is_no_object_is_refused(server, connect, workdir):
         await client.request("subscribe", {"channel": chat, "view": 3})
     assert refused.value.code == -32602 and "view must be an object" in refused.value.message
 
+
+# -- session config completions --------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def repo(workdir):
+    """A repository whose 23 branches were committed to a day apart, `topic-00` first."""
+    top = workdir / "repo"
+    top.mkdir()
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.org",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.org",
+        "GIT_CONFIG_GLOBAL": "/dev/null",
+    }
+
+    def git(*args: str, day: int = 1) -> None:
+        when = {"GIT_COMMITTER_DATE": f"2026-01-{day:02d}T10:00:00Z"}
+        subprocess.run(["git", "-C", str(top), *args], check=True, env={**env, **when})
+
+    git("init", "-q", "-b", "main")
+    git("commit", "-q", "--allow-empty", "-m", "root", day=1)
+    for n in range(23):
+        git("checkout", "-q", "-b", f"topic-{n:02d}", "main")
+        git("commit", "-q", "--allow-empty", "-m", f"topic {n}", day=n + 2)
+    git("checkout", "-q", "main")
+    return top
+
+
+async def completions(client: Client, **params: object) -> list[dict]:
+    result = await client.request("sessionConfigCompletions", {"channel": ROOT, **params})
+    return result["items"]
+
+
+async def test_branch_completions_match_a_substring_newest_first_twenty_at_most(
+    server, connect, repo
+):
+    client = await connect(server.url)
+    await client.initialize()
+    items = await completions(
+        client, property="branch", workingDirectory=repo.as_uri(), query="TOPIC"
+    )
+    assert [item["value"] for item in items] == [f"topic-{n:02d}" for n in range(22, 2, -1)]
+    assert all(item["label"] == item["value"] for item in items)
+    items = await completions(
+        client, property="branch", workingDirectory=repo.as_uri(), query="-1", provider="other"
+    )
+    assert [item["value"] for item in items] == [f"topic-{n:02d}" for n in range(19, 9, -1)]
+    everything = await completions(client, property="branch", workingDirectory=repo.as_uri())
+    assert len(everything) == 20 and everything[0]["value"] == "topic-22"
+
+
+async def test_branch_completions_outside_a_repository_are_none(server, connect, workdir):
+    client = await connect(server.url)
+    await client.initialize()
+    plain = workdir / "plain"
+    plain.mkdir(exist_ok=True)
+    items = await completions(client, property="branch", workingDirectory=plain.as_uri())
+    assert items == []
+
+
+async def test_a_key_whose_values_the_schema_lists_is_answered_with_nothing(server, connect):
+    client = await connect(server.url)
+    await client.initialize()
+    assert await completions(client, property="model", provider="local", query="fake") == []
+
+
+@pytest.mark.parametrize(
+    ("params", "code", "words"),
+    [
+        ({}, -32602, "sessionConfigCompletions: property must be a string"),
+        ({"property": 3}, -32602, "sessionConfigCompletions: property must be a string"),
+        ({"property": "branch", "query": 3}, -32602, "query must be a string"),
+        ({"property": "branch", "config": []}, -32602, "config must be an object"),
+        ({"property": "branch", "provider": "nobody"}, -32002, "Provider not found: nobody"),
+        (
+            {"property": "branch", "workingDirectory": "file:///etc"},
+            -32602,
+            "file:///etc is not inside a folder this host serves",
+        ),
+    ],
+)
+async def test_session_config_completions_refusals(server, connect, params, code, words):
+    client = await connect(server.url)
+    await client.initialize()
+    with pytest.raises(RpcError) as refused:
+        await client.request("sessionConfigCompletions", {"channel": ROOT, **params})
+    assert refused.value.code == code
+    assert words in refused.value.message

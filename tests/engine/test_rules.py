@@ -48,8 +48,8 @@ def _action_literals(root: Path) -> set[str]:
 
 def test_what_the_engine_says_on_its_own_account_is_what_the_registry_marks_said():
     # The sessions, resources, changesets, terminals and services packages, the host and the
-    # commands say actions; the rules and the protocol only name them. Every type named there is said,
-    # and every one marked said is named there.
+    # commands say actions; the rules and the protocol only name them. Every type named there
+    # is said, and every one marked said is named there.
     named = (
         _action_literals(ENGINE / "sessions")
         | _action_literals(ENGINE / "terminals")
