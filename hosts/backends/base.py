@@ -285,5 +285,9 @@ class Agent(Protocol):
     def session_config_schema(self) -> dict[str, Any]:
         """The SessionConfigSchema resolveSessionConfig answers (model, permission mode)."""
 
+    async def session_config_completions(self, key: str, query: str) -> list[dict[str, str]]:
+        """The values of one of its own config keys matching `query` (SessionConfigValueItem
+        objects); none for a key whose values its schema already lists."""
+
     async def open_chat(self, context: ChatContext) -> AgentChat:
         """Start (or resume, when context.backend_id is set) a conversation."""

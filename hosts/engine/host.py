@@ -21,6 +21,7 @@ from ..protocol import limits
 from ..protocol.actions import action_spec
 from ..protocol.reducers import reduce
 from ..protocol.shapes import Origin
+from ..protocol.turn_windows import windowed
 from ..protocol.uris import ROOT_URI
 from ..protocol.validation import action_problem
 from . import access, changesets, grants, root_config, session_annotations
@@ -435,12 +436,22 @@ class Host:
         self.fanout.emit(channel, action)
         return None
 
-    def snapshot(self, conn: Connection, channel: Channel, resource: str | None = None) -> Any:
+    def snapshot(
+        self,
+        conn: Connection,
+        channel: Channel,
+        resource: str | None = None,
+        *,
+        turns: int | None = None,
+    ) -> Any:
         """A channel's snapshot for one connection, through its kind's view (fanout.py); the root
-        says who it is and the grant map."""
+        says who it is and the grant map. A chat's is every turn it holds, or the newest `turns`
+        of them with a cursor back (turn_windows.py)."""
         snapshot = channel.snapshot(self.fanout.server_seq, resource)
         if (view := self.fanout.state_views.get(channel.kind)) is not None:
             snapshot["state"] = view(conn.principal, snapshot["state"])
+        if channel.kind == "chat":
+            snapshot["state"] = windowed(snapshot["state"], turns)
         if channel.kind == "root":
             state = dict(snapshot["state"])
             if not conn.principal.may(grants.TOLD["root/configChanged"]):

@@ -83,6 +83,19 @@ def parse(text: str | bytes) -> Incoming | Response:
     return Incoming(request_id, "id" in message, method, params)
 
 
+def encode(message: Incoming | Response) -> str:
+    """A parsed message said again, as `parse` read it. Nothing is dropped: a message is kept
+    as the JSON it came as, so keys this host does not model travel on (the protocol's
+    round-trip corpus calls this the preserved form)."""
+    if isinstance(message, Response):
+        if message.error is not None:
+            return dumps({"jsonrpc": "2.0", "id": message.id, "error": message.error})
+        return result_frame(message.id, message.result)
+    if message.has_id:
+        return request_frame(message.id, message.method, message.params)
+    return notification_frame(message.method, message.params)
+
+
 def dumps(value: Any) -> str:
     """Serialize once, to the text a frame carries."""
     return orjson.dumps(value).decode()

@@ -47,9 +47,9 @@ def _action_literals(root: Path) -> set[str]:
 
 
 def test_what_the_engine_says_on_its_own_account_is_what_the_registry_marks_said():
-    # The sessions, resources, changesets and terminals packages, the host and the commands
-    # say actions; the rules and the protocol only name them. Every type named there is said,
-    # and every one marked said is named there.
+    # The sessions, resources, changesets, terminals and services packages, the host and the
+    # commands say actions; the rules and the protocol only name them. Every type named there
+    # is said, and every one marked said is named there.
     named = (
         _action_literals(ENGINE / "sessions")
         | _action_literals(ENGINE / "terminals")
@@ -57,6 +57,7 @@ def test_what_the_engine_says_on_its_own_account_is_what_the_registry_marks_said
         | _action_literals(ENGINE / "resources")
         | _action_literals(ENGINE / "changesets")
         | _action_literals(ENGINE / "automations")
+        | _action_literals(ENGINE / "services")
         | {n for n in _action_literals(ENGINE) if (ENGINE / "host.py").read_text().count(n)}
     )
     said = {t for t, rule in RULES.items() if rule.said_by_host}

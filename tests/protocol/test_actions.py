@@ -15,7 +15,7 @@ from hosts.protocol.notifications import (
 )
 from tests.schema_check import AHP_DIR
 
-CASES_DIR = AHP_DIR / "cases" / "reducers"
+CASES_DIRS = (AHP_DIR / "cases" / "reducers", AHP_DIR / "cases" / "reducers-more")
 ACTIONS_SCHEMA = AHP_DIR / "schema" / "actions.schema.json"
 
 # Reducer cases that deliberately feed a type the protocol does not define.
@@ -36,9 +36,9 @@ PREFIX_TO_KIND = {
 
 
 def _case_files() -> list[Path]:
-    files = sorted(CASES_DIR.glob("*.json"))
+    files = sorted(path for folder in CASES_DIRS for path in folder.glob("*.json"))
     if not files:
-        pytest.fail(f"no reducer cases under {CASES_DIR} (set AHP_SHARED_DIR?)")
+        pytest.fail(f"no reducer cases under {CASES_DIRS[0]} (set AHP_SHARED_DIR?)")
     return files
 
 

@@ -2,9 +2,11 @@
 
 The case files are the protocol's own (``types/test-cases/reducers`` at
 1.0.0), kept in the shared folder beside the repository rather than copied
-in. Each is ``{description, reducer, initial, actions, expected}``: the
-actions are applied in order and the result must equal ``expected``, where a
-key whose value is null counts as absent.
+in: ``reducers/`` (106) and ``reducers-more/`` (87 more of the same tag; the
+folder's SOURCE.md says where each came from). Each is
+``{description, reducer, initial, actions, expected}``: the actions are
+applied in order and the result must equal ``expected``, where a key whose
+value is null counts as absent.
 """
 
 from __future__ import annotations
@@ -32,7 +34,10 @@ def _shared_dir() -> Path:
 
 
 CASES_DIR = _shared_dir() / "ahp" / "cases" / "reducers"
-CASE_FILES = sorted(CASES_DIR.glob("*.json"))
+MORE_CASES_DIR = _shared_dir() / "ahp" / "cases" / "reducers-more"
+FIRST_CASE_FILES = sorted(CASES_DIR.glob("*.json"))
+MORE_CASE_FILES = sorted(MORE_CASES_DIR.glob("*.json"))
+CASE_FILES = FIRST_CASE_FILES + MORE_CASE_FILES
 
 
 def drop_nulls(value: Any) -> Any:
@@ -45,10 +50,13 @@ def drop_nulls(value: Any) -> Any:
 
 
 def test_the_shared_case_folder_holds_every_case() -> None:
-    assert len(CASE_FILES) == 106, f"expected 106 case files in {CASES_DIR}"
+    assert len(FIRST_CASE_FILES) == 106, f"expected 106 case files in {CASES_DIR}"
+    assert len(MORE_CASE_FILES) == 87, f"expected 87 case files in {MORE_CASES_DIR}"
 
 
-@pytest.mark.parametrize("case_file", CASE_FILES, ids=[path.stem for path in CASE_FILES])
+@pytest.mark.parametrize(
+    "case_file", CASE_FILES, ids=[f"{path.parent.name}/{path.stem}" for path in CASE_FILES]
+)
 def test_reducer_case(case_file: Path) -> None:
     case = json.loads(case_file.read_text(encoding="utf-8"))
     initial = case["initial"]

@@ -37,6 +37,10 @@ class AcpAgent:
             ],
         }
 
+    async def session_config_completions(self, key: str, query: str) -> list[dict[str, str]]:
+        """Its modes and models are enums the schema lists whole."""
+        return []
+
     def session_config_schema(self) -> dict[str, Any]:
         """Only what the agent said it has: its modes, and its models when it reported them."""
         properties: dict[str, Any] = {}

@@ -35,6 +35,10 @@ class OpenAiAgent:
             ],
         }
 
+    async def session_config_completions(self, key: str, query: str) -> list[dict[str, str]]:
+        """Its models and permission modes are enums the schema lists whole."""
+        return []
+
     def session_config_schema(self) -> dict[str, Any]:
         """The model to use and when a person is asked before a tool runs."""
         model: dict[str, Any] = {"type": "string", "title": "Model"}

@@ -200,6 +200,14 @@ def repository_of(folder: Path) -> Path | None:
     return None
 
 
+async def branches(top: Path) -> list[str]:
+    """The repository's local branches, the most recently committed first."""
+    _, out = await run(
+        top, "for-each-ref", "--sort=-committerdate", "--format=%(refname:short)", "refs/heads/"
+    )
+    return [name for name in out.decode(errors="replace").splitlines() if name]
+
+
 async def top_of(folder: Path) -> Path:
     _, out = await run(folder, "rev-parse", "--show-toplevel")
     return Path(out.decode().strip())

@@ -51,6 +51,7 @@ COMMANDS: dict[str, Command] = {
     "disposeSession": Command(sessions.dispose_session, FRESH),
     "listSessions": Command(sessions.list_sessions, "session:list"),
     "resolveSessionConfig": Command(sessions.resolve_session_config, "session:create"),
+    "sessionConfigCompletions": Command(sessions.session_config_completions, "session:create"),
     "fetchTurns": Command(chats.fetch_turns, "chat:turns"),
     "createChat": Command(chats.create_chat, FRESH),
     "disposeChat": Command(chats.dispose_chat, FRESH),

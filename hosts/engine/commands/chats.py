@@ -7,12 +7,11 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ...protocol.errors import invalid_params
 from ...protocol.validation import completion_request, required_str
 from .. import access
 from ..connection import Connection
 from ..host import Host
-from ..services import do_create_chat, do_dispose_chat
+from ..services import do_create_chat, do_dispose_chat, do_fetch_turns
 from ..services.caller import chat_of
 from ..sessions import LiveChat
 from ..sessions.records import file_path
@@ -46,14 +45,7 @@ dispose_chat = on_channel("disposeChat", do_dispose_chat)
 
 async def fetch_turns(host: Host, conn: Connection, params: dict[str, Any]) -> dict[str, Any]:
     uri = required_str(params, "fetchTurns", "channel")
-    chat = chat_of(host, uri)
-    access.require(conn.principal, chat.session.record, "chat:turns")
-    if params.get("cursor") is not None:
-        # Snapshots here carry every turn and no turnsNextCursor, so no cursor was issued.
-        raise invalid_params(f"fetchTurns: a cursor this host did not issue: {params['cursor']}")
-    # Nothing older than what every snapshot already carries; said on the channel all the same
-    # so every client watching the chat reads the same answer.
-    chat.say({"type": "chat/turnsLoaded", "turns": []})
+    do_fetch_turns(host, caller_of(conn), uri, params.get("cursor"))
     return {}
 
 

@@ -9,6 +9,7 @@ from ...protocol.validation import positive_int, required_str
 from ..connection import Connection
 from ..host import Host
 from ..services import do_dispose_session
+from ..services.config_completions import do_session_config_completions
 from ..services.policies import do_create_checked_session
 from ..services.sessions import agent_for, config_values
 from ..sessions.catalogue import BadCursor, decode_cursor, encode_cursor
@@ -61,6 +62,12 @@ async def list_sessions(host: Host, conn: Connection, params: dict[str, Any]) ->
     if more is not None:
         result["nextCursor"] = encode_cursor(more)
     return result
+
+
+async def session_config_completions(
+    host: Host, conn: Connection, params: dict[str, Any]
+) -> dict[str, Any]:
+    return {"items": await do_session_config_completions(host, caller_of(conn), params)}
 
 
 async def resolve_session_config(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...protocol.errors import ErrorCode, ProtocolError
+from ...protocol.turn_windows import window_size
 from ...protocol.validation import required_str
 from .. import grants
 from ..connection import Connection
@@ -14,6 +15,7 @@ from ..resources import watches
 
 async def subscribe(host: Host, conn: Connection, params: dict[str, Any]) -> dict[str, Any]:
     uri = required_str(params, "subscribe", "channel")
+    turns = window_size(params.get("view"))
     channel = host.fanout.channel(uri)
     if channel is None:
         what = "Resource watch" if uri.startswith(watches.PREFIX) else "Resource"
@@ -36,7 +38,7 @@ async def subscribe(host: Host, conn: Connection, params: dict[str, Any]) -> dic
     # The automations catalogue is answered under the spelling the client used; the root is
     # answered as ahp-root:// whatever spelling asked for it.
     resource = uri if channel.kind == "automation" else channel.uri
-    return {"snapshot": host.snapshot(conn, channel, resource)}
+    return {"snapshot": host.snapshot(conn, channel, resource, turns=turns)}
 
 
 async def unsubscribe(host: Host, conn: Connection, params: dict[str, Any]) -> None:

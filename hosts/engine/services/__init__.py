@@ -9,7 +9,7 @@ reaches one: by name, through the placement seam.
 from __future__ import annotations
 
 from .caller import Caller
-from .chats import do_create_chat, do_dispose_chat
+from .chats import do_create_chat, do_dispose_chat, do_fetch_turns
 from .flags import do_set_flag
 from .sessions import Created, do_create_session, do_dispose_session
 from .turns import (
@@ -29,6 +29,7 @@ __all__ = [
     "do_create_session",
     "do_dispose_chat",
     "do_dispose_session",
+    "do_fetch_turns",
     "do_send_message",
     "do_send_to_session",
     "do_set_flag",

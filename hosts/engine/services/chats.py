@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from ...protocol.errors import ErrorCode, ProtocolError, invalid_params
+from ...protocol.turn_windows import page_before
 from ...protocol.validation import chat_source, checked_uri, user_message_problem
 from ..host import Host
 from ..sessions import LiveChat, LiveSession
-from .caller import Caller, session_of
+from .caller import Caller, chat_of, session_of
 from .turns import do_send_message, room_for_agent
 
 
@@ -58,6 +59,24 @@ def do_create_chat(
     if message is not None:
         do_send_message(host, caller, chat, message, method="createChat")
     return chat
+
+
+def do_fetch_turns(host: Host, caller: Caller, uri: str, cursor: Any = None) -> None:
+    """The page of turns older than a snapshot's `turnsNextCursor`, said on the chat's channel
+    as chat/turnsLoaded before the request is answered, so every client watching the chat
+    gets it. With no cursor there is nothing older to give: a window's cursor is the only
+    record of where it ends."""
+    chat = chat_of(host, uri)
+    caller.may_in(chat.session, "chat:turns")
+    if cursor is None:
+        chat.say({"type": "chat/turnsLoaded", "turns": []})
+        return
+    turns = [turn for turn in chat.state().get("turns", []) if isinstance(turn, dict)]
+    page, next_cursor = page_before(turns, cursor)
+    action: dict[str, Any] = {"type": "chat/turnsLoaded", "turns": page}
+    if next_cursor is not None:
+        action["turnsNextCursor"] = next_cursor
+    chat.say(action)
 
 
 def _from_source(
