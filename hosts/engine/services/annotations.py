@@ -26,8 +26,9 @@ def do_annotate(host: Host, caller: Caller, channel: Channel, action: dict[str, 
         return f"Resource not found: {channel.uri}"
     caller.may_in(session, "session:review")
     held = {a["id"]: a for a in channel.state["annotations"]}
-    kind = action["type"]
-    if kind == "annotations/set":
+    # Told apart by their shapes (checked at the protocol layer): annotations/set carries the
+    # whole annotation, annotations/entryRemoved an entryId; the rest name an annotationId.
+    if "annotation" in action:
         if not action["annotation"].get("entries"):
             return "An annotation holds at least one entry: send it with its first"
     else:
@@ -35,7 +36,7 @@ def do_annotate(host: Host, caller: Caller, channel: Channel, action: dict[str, 
         annotation = held.get(annotation_id)
         if annotation is None:
             return f"No annotation {annotation_id} in {channel.uri}"
-        if kind == "annotations/entryRemoved":
+        if "entryId" in action:
             entries = [e["id"] for e in annotation.get("entries", [])]
             if action["entryId"] not in entries:
                 return f"No entry {action['entryId']} in annotation {annotation_id}"
