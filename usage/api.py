@@ -6,10 +6,11 @@ that is wrong."""
 
 from __future__ import annotations
 
+from datetime import date
 from typing import Any
 
 from django.urls import reverse
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import exceptions, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -17,7 +18,7 @@ from rest_framework.views import APIView
 
 from hosts.api.auth import ApiUser
 from hosts.api.created import created
-from hosts.api.pages import paged
+from hosts.api.pages import PAGE_PARAMETERS, paged
 from hosts.api.permissions import SIGNED_IN
 from hosts.api.query_parameters import DAY, day
 from hosts.engine.principal import Principal
@@ -56,7 +57,7 @@ class UsageView(APIView):
 
     grants = {"GET": SIGNED_IN}
 
-    @extend_schema(operation_id="usage_list", responses=dict)
+    @extend_schema(operation_id="usage_list", responses=dict, parameters=PAGE_PARAMETERS)
     def get(self, request: Request) -> Response:
         return paged(request, self, reading.readable(_principal(request)), reading.pool_json)
 
@@ -84,7 +85,14 @@ class PoolRecordsView(APIView):
     grants = {"GET": SIGNED_IN}
     query_parameters = {"from": DAY, "until": DAY}
 
-    @extend_schema(operation_id="usage_records", responses=dict)
+    @extend_schema(
+        operation_id="usage_records",
+        responses=dict,
+        parameters=[
+            *PAGE_PARAMETERS,
+            *(OpenApiParameter(name, date, description=DAY) for name in ("from", "until")),
+        ],
+    )
     def get(self, request: Request, pool: str) -> Response:
         _pool(request, pool)
         rows = reading.records_of(pool)
@@ -101,7 +109,7 @@ class PoliciesView(APIView):
 
     grants = {"GET": "policy:read", "POST": "policy:write"}
 
-    @extend_schema(operation_id="policies_list", responses=dict)
+    @extend_schema(operation_id="policies_list", responses=dict, parameters=PAGE_PARAMETERS)
     def get(self, request: Request) -> Response:
         return paged(request, self, policy_rows.all_rows())
 

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from django.db.models import QuerySet
+from drf_spectacular.utils import OpenApiParameter
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -26,6 +27,13 @@ from . import query_parameters
 DEFAULT_LIMIT = 100
 #: The most rows a page holds: a larger `limit` is taken as this.
 MAX_LIMIT = 1000
+
+
+#: The pages' parameters, for the schema of a list a view pages itself (`paged`); a generic
+#: list's are said by drf-spectacular from the pagination class.
+PAGE_PARAMETERS = [
+    OpenApiParameter(name, int, description=takes) for name, takes in query_parameters.PAGES.items()
+]
 
 
 class Pages(LimitOffsetPagination):
