@@ -79,7 +79,13 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
         exc = exceptions.NotFound(not_found(view, context["request"]))
     elif isinstance(exc, exceptions.ValidationError):
         exc = _worded(exc)
+    elif isinstance(exc, exceptions.ParseError) and str(exc.detail).startswith(_NOT_JSON):
+        exc = exceptions.ParseError(f"the body is not JSON: {str(exc.detail)[len(_NOT_JSON) :]}")
     return exception_handler(exc, context)
+
+
+#: How DRF's JSON parser says a body is not JSON, before the parser's own words.
+_NOT_JSON = "JSON parse error - "
 
 
 def not_found(view: Any, request: Any) -> str:
@@ -87,7 +93,11 @@ def not_found(view: Any, request: Any) -> str:
     noun = getattr(view, "noun", None)
     if noun is None:
         return f"Nothing is at {request.path}."
-    kwarg = getattr(view, "noun_key", None) or view.lookup_url_kwarg or view.lookup_field
+    kwarg = (
+        getattr(view, "noun_key", None)
+        or getattr(view, "lookup_url_kwarg", None)
+        or getattr(view, "lookup_field", "")
+    )
     return f"no such {noun}: {view.kwargs.get(kwarg, '')}"
 
 

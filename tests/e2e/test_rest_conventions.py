@@ -75,6 +75,20 @@ def refused(server: ServerProcess, path: str, token: str | None = None) -> str:
     return str(body["detail"])
 
 
+def post_text(server: ServerProcess, path: str, token: str, text: str) -> tuple[int, Any]:
+    """(status, JSON answer) of a POST whose body is `text`, as it is."""
+    request = urllib.request.Request(
+        server.base.replace("ws://", "http://") + "api/" + path,
+        data=text.encode(),
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=60) as answer:
+            return answer.status, json.loads(answer.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
 def without_django_words(body: Any) -> None:
     text = json.dumps(body)
     assert not [words for words in DJANGO_WORDS if words in text], text
@@ -266,6 +280,8 @@ def test_a_bad_body_is_told_in_the_apis_words(
     for (status, body), said in answers:
         assert (status, body) == (400, said)
         without_django_words(body)
+    status, body = post_text(server, "people/", ana, "{not json")
+    assert status == 400 and body["detail"].startswith("the body is not JSON: ")
     # Nothing was made of any of them.
     assert call(server, "GET", "teams/", ana)[1]["count"] == 0
     assert call(server, "GET", "projects/", ana)[1]["count"] == 0
