@@ -49,8 +49,8 @@ class Pages(LimitOffsetPagination):
     def get_limit(self, request: Request) -> int:
         asked = request.query_params.get(self.limit_query_param)
         if asked is None:
-            return DEFAULT_LIMIT
-        return min(query_parameters.whole(self.limit_query_param, asked, 1), MAX_LIMIT)
+            return int(self.default_limit)
+        return min(query_parameters.whole(self.limit_query_param, asked, 1), int(self.max_limit))
 
     def get_offset(self, request: Request) -> int:
         asked = request.query_params.get(self.offset_query_param)
