@@ -143,8 +143,8 @@ _WORDS_OF: list[tuple[type[serializers.Field], dict[str, str]]] = [  # type: ign
     (serializers.BooleanField, {"invalid": "true or false, not {input!r}"}),
     (serializers.IntegerField, {"invalid": "must be a whole number"}),
     (serializers.CharField, {"invalid": "must be text"}),
-    (serializers.ListField, {"not_a_list": "must be a list, not {input_type}"}),
-    (serializers.DictField, {"not_a_dict": "must be an object, not {input_type}"}),
+    (serializers.ListField, {"not_a_list": "must be a list"}),
+    (serializers.DictField, {"not_a_dict": "must be an object"}),
     (serializers.ChoiceField, {"invalid_choice": "{input!r} is not one of the choices"}),
 ]
 
