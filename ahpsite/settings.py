@@ -360,7 +360,9 @@ REST_FRAMEWORK = {
     # Every list in pages, {"count", "next", "previous", "results"} (?limit=, ?offset=), each
     # narrowed by its view's filterset_class, if it names one.
     "DEFAULT_PAGINATION_CLASS": "hosts.api.pages.Pages",
-    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "DEFAULT_FILTER_BACKENDS": ["hosts.api.query_parameters.StrictFilters"],
+    # Errors in the API's own nouns and casing (hosts/api/errors.py).
+    "EXCEPTION_HANDLER": "hosts.api.errors.api_exception_handler",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }
 

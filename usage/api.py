@@ -1,5 +1,8 @@
 """/api/usage and /api/policies: the same figures and rows the `usage:` and `policy:` schemes
-read, refused to the same readers (a pool not the caller's is 403 without usage:read)."""
+read, refused to the same readers (a pool not the caller's is 403 without usage:read). Every
+list comes in pages (hosts/api/pages.py), its query checked as every list's is
+(hosts/api/query_parameters.py); a policy that cannot be kept is refused naming each field
+that is wrong."""
 
 from __future__ import annotations
 
@@ -7,7 +10,7 @@ from datetime import date
 from typing import Any
 
 from django.urls import reverse
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import exceptions, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -15,8 +18,9 @@ from rest_framework.views import APIView
 
 from hosts.api.auth import ApiUser
 from hosts.api.created import created
-from hosts.api.pages import Pages
+from hosts.api.pages import PAGE_PARAMETERS, paged
 from hosts.api.permissions import SIGNED_IN
+from hosts.api.query_parameters import DAY, day
 from hosts.engine.principal import Principal
 
 from . import policy_rows, reading
@@ -39,18 +43,23 @@ def _pool(request: Request, pool: str) -> str:
 
 
 def _bad(exc: Exception) -> exceptions.ValidationError:
-    return exceptions.ValidationError({"detail": str(exc)})
+    """A 400 saying what is wrong: field by field for a policy that names its fields."""
+    problems = getattr(exc, "problems", None)
+    return exceptions.ValidationError(problems or {"detail": str(exc)})
+
+
+def _no_such_policy(policy_id: str) -> exceptions.NotFound:
+    return exceptions.NotFound(f"no such policy: {policy_id}")
 
 
 class UsageView(APIView):
-    """The pools the caller may read, each with its day, week and month."""
+    """The pools the caller may read, each with its day, week and month, in pages."""
 
     grants = {"GET": SIGNED_IN}
 
-    @extend_schema(operation_id="usage_list", responses=dict)
+    @extend_schema(operation_id="usage_list", responses=dict, parameters=PAGE_PARAMETERS)
     def get(self, request: Request) -> Response:
-        pools = reading.readable(_principal(request))
-        return Response({"pools": [reading.pool_json(pool) for pool in pools]})
+        return paged(request, self, reading.readable(_principal(request)), reading.pool_json)
 
 
 class PoolView(APIView):
@@ -71,40 +80,46 @@ class PoolView(APIView):
 
 
 class PoolRecordsView(APIView):
-    """The records charged to a pool, newest first, in pages."""
+    """The records charged to a pool, newest first, in pages; `?from=&until=` days."""
 
     grants = {"GET": SIGNED_IN}
+    query_parameters = {"from": DAY, "until": DAY}
 
-    @extend_schema(operation_id="usage_records", responses=dict)
+    @extend_schema(
+        operation_id="usage_records",
+        responses=dict,
+        parameters=[
+            *PAGE_PARAMETERS,
+            *(OpenApiParameter(name, date, description=DAY) for name in ("from", "until")),
+        ],
+    )
     def get(self, request: Request, pool: str) -> Response:
         _pool(request, pool)
         rows = reading.records_of(pool)
-        try:
-            if since := request.query_params.get("from"):
-                rows = rows.filter(day__gte=reading.day_of(since, date.min, "from"))
-            if until := request.query_params.get("until"):
-                rows = rows.filter(day__lte=reading.day_of(until, date.max, "until"))
-        except reading.BadQuery as exc:
-            raise _bad(exc) from None
-        pages = Pages()
-        page = pages.paginate_queryset(rows, request, view=self) or []
-        return pages.get_paginated_response([reading.record_json(r) for r in page])
+        if (since := request.query_params.get("from")) is not None:
+            rows = rows.filter(day__gte=day("from", since))
+        if (until := request.query_params.get("until")) is not None:
+            rows = rows.filter(day__lte=day("until", until))
+        return paged(request, self, rows, reading.record_json)
 
 
 class PoliciesView(APIView):
-    """Every policy row (policy:read); POST makes one, its id in the body (policy:write)."""
+    """Every policy row (policy:read), in pages, oldest first; POST makes one, its id in the body
+    (policy:write)."""
 
     grants = {"GET": "policy:read", "POST": "policy:write"}
 
-    @extend_schema(operation_id="policies_list", responses=dict)
+    @extend_schema(operation_id="policies_list", responses=dict, parameters=PAGE_PARAMETERS)
     def get(self, request: Request) -> Response:
-        return Response(policy_rows.all_rows())
+        return paged(request, self, policy_rows.all_rows())
 
     @extend_schema(operation_id="policies_create", request=dict, responses=dict)
     def post(self, request: Request) -> Response:
         body: Any = request.data
-        if not isinstance(body, dict) or not isinstance(body.get("id"), str):
-            raise _bad(ValueError("a policy needs an id"))
+        if not isinstance(body, dict):
+            raise _bad(ValueError("the body must be a JSON object: a policy row"))
+        if not isinstance(body.get("id"), str):
+            raise exceptions.ValidationError({"id": ["a policy needs an id"]})
         try:
             row = policy_rows.write_row(body["id"], body, create_only=True)
         except PolicyError as exc:
@@ -123,16 +138,16 @@ class PolicyView(APIView):
     def get(self, request: Request, id: str) -> Response:
         try:
             return Response(policy_rows.one_row(id))
-        except policy_rows.NoSuchPolicy as exc:
-            raise exceptions.NotFound(str(exc)) from None
+        except policy_rows.NoSuchPolicy:
+            raise _no_such_policy(id) from None
 
     @extend_schema(operation_id="policy_update", request=dict, responses=dict)
     def patch(self, request: Request, id: str) -> Response:
         try:
             policy_rows.one_row(id)
             return Response(policy_rows.write_row(id, request.data))
-        except policy_rows.NoSuchPolicy as exc:
-            raise exceptions.NotFound(str(exc)) from None
+        except policy_rows.NoSuchPolicy:
+            raise _no_such_policy(id) from None
         except PolicyError as exc:
             raise _bad(exc) from None
 
@@ -142,6 +157,6 @@ class PolicyView(APIView):
     def delete(self, request: Request, id: str) -> Response:
         try:
             policy_rows.delete_row(id)
-        except policy_rows.NoSuchPolicy as exc:
-            raise exceptions.NotFound(str(exc)) from None
+        except policy_rows.NoSuchPolicy:
+            raise _no_such_policy(id) from None
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -50,7 +50,12 @@ _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
 
 class PolicyError(ValueError):
-    """A row that cannot be kept; the message names the row and what is wrong."""
+    """A row that cannot be kept; the message names the row and what is wrong, and
+    `problems` says it field by field (`{"kind": ["kind must be one of ..."]}`)."""
+
+    def __init__(self, message: str, problems: Mapping[str, list[str]] | None = None) -> None:
+        super().__init__(message)
+        self.problems: dict[str, list[str]] = dict(problems or {})
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,54 +134,76 @@ def _instant(value: Any, where: str, *, end: bool) -> datetime | None:
 
 def check_id(policy_id: str) -> str:
     if not _ID.fullmatch(policy_id):
-        raise PolicyError(
-            f"policy id {policy_id!r}: letters, digits, '.', '_' and '-', at most 100"
-        )
+        said = f"policy id {policy_id!r}: letters, digits, '.', '_' and '-', at most 100"
+        raise PolicyError(said, {"id": [said]})
     return policy_id
 
 
 def parse_row(policy_id: str, body: Mapping[str, Any]) -> Row:
-    """The row a JSON body says, every field checked; PolicyError naming the first wrong."""
+    """The row a JSON body says, every field checked; PolicyError naming every field that is
+    wrong (its `problems`, by field), not only the first."""
     where = f"policy {check_id(policy_id)}"
-    unknown = sorted(set(body) - set(FIELDS) - {"id"})
-    if unknown:
-        raise PolicyError(f"{where}: unknown field {unknown[0]!r}")
+    problems: dict[str, list[str]] = {}
+
+    def wrong(name: str, said: str) -> None:
+        problems.setdefault(name, []).append(said)
+
+    for name in sorted(set(body) - set(FIELDS) - {"id"}):
+        wrong(name, f"unknown field {name!r}")
     kind = body.get("kind", "agent")
     if kind not in KINDS:
-        raise PolicyError(f"{where}: kind must be one of {', '.join(KINDS)}")
+        wrong("kind", f"kind must be one of {', '.join(KINDS)}")
     effect = body.get("effect", "allow")
     if effect not in EFFECTS:
-        raise PolicyError(f"{where}: effect must be allow or deny")
+        wrong("effect", "effect must be allow or deny")
     scope = body.get("scope", "all")
     if not isinstance(scope, str) or not _scope_ok(scope):
-        raise PolicyError(
-            f"{where}: scope must be all, user:<id>, team:<t> or project:<t>:<p>, not {scope!r}"
-        )
+        wrong("scope", f"scope must be all, user:<id>, team:<t> or project:<t>:<p>, not {scope!r}")
     match = body.get("match", {}) or {}
-    if not isinstance(match, dict):
-        raise PolicyError(f"{where}: match must be an object of value lists")
     values: dict[str, tuple[str, ...]] = {}
+    if not isinstance(match, dict):
+        wrong("match", "match must be an object of value lists")
+        match = {}
     for key, listed in match.items():
-        if key not in MATCH_TYPES[kind]:
-            raise PolicyError(f"{where}: a {kind} row cannot match on {key!r}")
+        if kind in KINDS and key not in MATCH_TYPES[kind]:
+            wrong("match", f"a {kind} row cannot match on {key!r}")
         if isinstance(listed, str):
             listed = [listed]
         if not isinstance(listed, list) or not all(isinstance(v, str) and v for v in listed):
-            raise PolicyError(f"{where}: match.{key} must be a list of strings")
-        values[key] = tuple(listed)
+            wrong("match", f"match.{key} must be a list of strings")
+        else:
+            values[key] = tuple(listed)
     limits_in = body.get("limits", []) or []
+    limits: list[Limit] = []
     if not isinstance(limits_in, list):
-        raise PolicyError(f"{where}: limits must be a list")
-    limits = tuple(_limit(item, f"{where}: limits[{i}]", kind) for i, item in enumerate(limits_in))
+        wrong("limits", "limits must be a list")
+        limits_in = []
+    for i, item in enumerate(limits_in):
+        try:
+            limits.append(_limit(item, f"limits[{i}]", kind if kind in KINDS else "agent"))
+        except PolicyError as exc:
+            wrong("limits", str(exc))
     pool = body.get("pool", "") or ""
+    if not isinstance(pool, str):
+        wrong("pool", "pool must be a string")
     cap = body.get("cap", False)
-    if not isinstance(pool, str) or not isinstance(cap, bool):
-        raise PolicyError(f"{where}: pool must be a string and cap true or false")
-    starts = _instant(body.get("from"), f"{where}: from", end=False)
-    ends = _instant(body.get("until"), f"{where}: until", end=True)
+    if not isinstance(cap, bool):
+        wrong("cap", "cap must be true or false")
+    starts = ends = None
+    try:
+        starts = _instant(body.get("from"), "from", end=False)
+    except PolicyError as exc:
+        wrong("from", str(exc))
+    try:
+        ends = _instant(body.get("until"), "until", end=True)
+    except PolicyError as exc:
+        wrong("until", str(exc))
     if starts is not None and ends is not None and starts >= ends:
-        raise PolicyError(f"{where}: from must be before until")
-    return Row(policy_id, scope, kind, effect, values, limits, pool, cap, starts, ends)
+        wrong("from", "from must be before until")
+    if problems:
+        said = "; ".join(text for texts in problems.values() for text in texts)
+        raise PolicyError(f"{where}: {said}", problems)
+    return Row(policy_id, scope, kind, effect, values, tuple(limits), pool, cap, starts, ends)
 
 
 def _scope_ok(scope: str) -> bool:

@@ -4,15 +4,19 @@ Every app's views call the engine through here (hosts/admin_engine_calls.py is t
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 from rest_framework import exceptions, status
 from rest_framework.request import Request
 
 from ..edge import engine_client
+from ..engine.host import Host
 from ..engine.principal import Principal
 from ..protocol.errors import ErrorCode, ProtocolError
 from .auth import ApiUser
+
+T = TypeVar("T")
 
 
 def principal_of(request: Request) -> Principal:
@@ -55,5 +59,14 @@ def engine_does(request: Request, service: str, **args: Any) -> Any:
         return engine_client.perform(service, principal, **args)
     except ProtocolError as error:
         raise EngineRefused(error) from None
+    except engine_client.EngineUnavailable as error:
+        raise EngineDidNotAnswer(str(error)) from None
+
+
+def engine_reads(work: Callable[[Host], Awaitable[T]], *, what: str) -> T:
+    """What `work` reads of the engine (running turns, root config), on its loop; an engine
+    that did not answer in time, or runs in another process, is 503 saying so."""
+    try:
+        return engine_client.read(work, what=what)
     except engine_client.EngineUnavailable as error:
         raise EngineDidNotAnswer(str(error)) from None

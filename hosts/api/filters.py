@@ -1,6 +1,7 @@
 """What each list under /api/ may be narrowed to, by query parameters named in the API's
 casing (camelCase): `?provider=local&isArchived=false`. A parameter not given narrows nothing;
-a boolean is `true` or `false`."""
+a boolean is `true` or `false` and nothing else; a parameter a list does not take, or a value
+its filter does not, is refused 400 naming it (query_parameters.py)."""
 
 from __future__ import annotations
 
@@ -11,13 +12,14 @@ from django.db.models import QuerySet
 from django_filters import rest_framework as filters
 
 from ..models import Project, StoredSession, Token
+from .query_parameters import TrueFalseFilter
 
 
 class SessionFilter(filters.FilterSet):
     provider = filters.CharFilter(help_text="the agent's provider, e.g. local")
     owner = filters.CharFilter(help_text="whose the sessions are: user:<id>")
-    isArchived = filters.BooleanFilter(field_name="is_archived")  # noqa: N815 (the API's casing)
-    isRead = filters.BooleanFilter(field_name="is_read")  # noqa: N815
+    isArchived = TrueFalseFilter(field_name="is_archived")  # noqa: N815 (the API's casing)
+    isRead = TrueFalseFilter(field_name="is_read")  # noqa: N815
 
     class Meta:
         model = StoredSession
@@ -27,7 +29,7 @@ class SessionFilter(filters.FilterSet):
 class PersonFilter(filters.FilterSet):
     role = filters.CharFilter(method="holding", help_text="who hold this role (its name)")
     team = filters.CharFilter(method="holding", help_text="who hold a role within this team")
-    isActive = filters.BooleanFilter(field_name="is_active")  # noqa: N815
+    isActive = TrueFalseFilter(field_name="is_active")  # noqa: N815
 
     class Meta:
         model = get_user_model()
@@ -48,7 +50,7 @@ class PersonFilter(filters.FilterSet):
 
 class TokenFilter(filters.FilterSet):
     # exclude: revoked=true drops the live (revoked_at null), revoked=false the revoked.
-    revoked = filters.BooleanFilter(
+    revoked = TrueFalseFilter(
         field_name="revoked_at",
         lookup_expr="isnull",
         exclude=True,

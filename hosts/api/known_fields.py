@@ -1,5 +1,6 @@
 """A request body's fields checked against the serializer's: every app's API refuses a field
-it does not know, naming it."""
+it does not know, naming it, and says what is wrong with the others in its own words
+(errors.InApiWords)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ from typing import Any
 
 from rest_framework import serializers
 
+from .errors import InApiWords
 
-class KnownFieldsOnly(serializers.Serializer):  # type: ignore[type-arg]
+
+class KnownFieldsOnly(InApiWords):
     """A body naming a field the serializer does not have is refused, naming it: a misspelt
     field (or one in snake_case, the API's casing before camelCase) would otherwise be
     ignored in silence, and `{"is_active": false}` would not deactivate anybody."""

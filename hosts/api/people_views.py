@@ -34,6 +34,7 @@ User = get_user_model()
 
 class People:
     subject = "user"
+    noun = "person"
     serializer_class = PersonSerializer
     queryset = User.objects.prefetch_related(
         "memberships__role", "memberships__team", "memberships__project"
@@ -110,6 +111,8 @@ class TokenListing(generics.ListCreateAPIView):
 
 class TokenItem(generics.RetrieveDestroyAPIView):
     serializer_class = TokenSerializer
+    noun = "token"
+    noun_key = "name"
 
     def person_filter(self) -> dict[str, Any]:
         raise NotImplementedError
@@ -128,6 +131,8 @@ class TokensView(TokenListing):
 
     grants = {"GET": "user:read", "POST": "user:token"}
     item_route = "api:token"
+    noun = "person"
+    noun_key = "id"
 
     def person(self) -> Any:
         return get_object_or_404(User, username=self.kwargs["id"])

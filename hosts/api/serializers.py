@@ -17,7 +17,6 @@ from ..models import (
     Membership,
     Project,
     Role,
-    RootConfig,
     StoredChat,
     StoredSession,
     Team,
@@ -244,11 +243,14 @@ class PrincipalsChangedSerializer(KnownFieldsOnly):
 # -- root config and sessions ----------------------------------------------------------------
 
 
-class RootConfigSerializer(serializers.ModelSerializer):
-    class Meta:
-        model = RootConfig
-        fields = ["values"]
-        read_only_fields = fields
+class RootConfigSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    schema = serializers.DictField(
+        help_text="the ConfigSchema clients draw their settings from, as the socket says it"
+    )
+    values = serializers.DictField(
+        help_text="each key's effective value (its default where nothing set it); a "
+        "credential that is set is shown as <set>"
+    )
 
 
 @extend_schema_field(OpenApiTypes.DATETIME)

@@ -22,10 +22,11 @@ from ..models import StoredSession, StoredTurn
 from .created import created
 from .engine_calls import engine_does, principal_of
 from .filters import SessionFilter
+from .known_fields import KnownFieldsOnly
 from .serializers import SessionDetailSerializer, SessionSerializer
 
 
-class NewSessionSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class NewSessionSerializer(KnownFieldsOnly):
     provider = serializers.CharField(required=False)
     workingDirectories = serializers.ListField(  # noqa: N815 (the protocol's spelling)
         child=serializers.CharField(), required=False
@@ -40,7 +41,7 @@ class NewSessionSerializer(serializers.Serializer):  # type: ignore[type-arg]
     )
 
 
-class MessageSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class MessageSerializer(KnownFieldsOnly):
     message = serializers.CharField()
     chat = serializers.CharField(required=False)
 
@@ -102,6 +103,7 @@ class SessionView(generics.RetrieveAPIView):
     DELETE disposes it (its owner, or who holds others:dispose where it is)."""
 
     grants = {"GET": "session:state", "DELETE": "session:dispose"}
+    noun = "session"
     serializer_class = SessionDetailSerializer
     lookup_field = "uri"
     queryset = StoredSession.objects.prefetch_related(

@@ -19,6 +19,7 @@ class OptionalTrailingSlash(MiddlewareMixin):
     """Route `/api/x` as `/api/x/`. Runs before CommonMiddleware, which then finds the route."""
 
     def process_request(self, request: HttpRequest) -> None:
-        if request.path_info.startswith(API_PREFIX) and not request.path_info.endswith("/"):
+        under = request.path_info.startswith(API_PREFIX) or request.path_info == API_PREFIX[:-1]
+        if under and not request.path_info.endswith("/"):
             request.path_info += "/"
             request.path += "/"

@@ -10,13 +10,12 @@ from rest_framework import generics, serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from ..edge import engine_client
 from ..engine import access
 from ..engine.host import Host
 from ..engine.host_status import every_running_turn
 from ..engine.principal import Principal
 from .auth import ApiUser
-from .engine_calls import EngineDidNotAnswer
+from .engine_calls import engine_reads
 
 
 class RunningTurnSerializer(serializers.Serializer):  # type: ignore[type-arg]
@@ -57,9 +56,6 @@ class RunningTurnsView(generics.ListAPIView):
         user = request.user
         assert isinstance(user, ApiUser)
         # Read once, in one step on the engine's loop: the count and the page agree.
-        try:
-            running = engine_client.read(_running_for(user.principal), what="the running turns")
-        except engine_client.EngineUnavailable as error:
-            raise EngineDidNotAnswer(str(error)) from None
+        running = engine_reads(_running_for(user.principal), what="the running turns")
         page = self.paginate_queryset(running)
         return self.get_paginated_response(self.get_serializer(page, many=True).data)

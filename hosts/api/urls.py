@@ -1,6 +1,7 @@
-"""The host's resources under /api/: status, me, people and their tokens, teams, projects,
-roles, config, sessions and turns. ahpsite/urls.py mounts them with the other apps' (usage/
-urls.py, automations/urls.py) and the schema's pages, in the one `api` namespace.
+"""The API's root (/api/: every resource's URL) and the host's resources under it: status,
+me, people and their tokens, teams, projects, roles, config, sessions and turns.
+ahpsite/urls.py mounts them with the other apps' (usage/urls.py, automations/urls.py) and the
+schema's pages, in the one `api` namespace.
 
 Every route ends in a slash, as Django REST framework's do; the same path without it is served
 by the same view (hosts/api/trailing_slash.py). A session's URI is URL-encoded in the path.
@@ -14,6 +15,7 @@ from django.urls import path, re_path
 from . import me_views, people_views, session_views, turn_views, views
 
 urlpatterns = [
+    path("", views.ApiRootView.as_view(), name="root"),
     path("status/", views.StatusView.as_view(), name="status"),
     path("me/", me_views.MeView.as_view(), name="me"),
     path("me/tokens/", me_views.MyTokensView.as_view(), name="my-tokens"),

@@ -17,9 +17,12 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from ..edge.runtime import forget_principals
-from ..models import Project, Role, RootConfig, StoredSession, Team
+from ..engine import root_config
+from ..engine.host import Host
+from ..models import Project, Role, StoredSession, Team
 from .auth import ApiUser, host_name
 from .created import created
+from .engine_calls import engine_reads
 from .filters import ProjectFilter
 from .metrics import read_host_status
 from .permissions import SIGNED_IN
@@ -42,6 +45,42 @@ class Conflict(exceptions.APIException):
     status_code = status.HTTP_409_CONFLICT
     default_detail = "The request conflicts with what the host keeps."
     default_code = "conflict"
+
+
+# -- the API's root --------------------------------------------------------------------------
+
+#: What the API's root lists: each resource's name and its route in the `api` namespace
+#: (the other apps' among them: ahpsite/urls.py mounts every app's routes in it).
+RESOURCES = {
+    "status": "api:status",
+    "me": "api:me",
+    "people": "api:people",
+    "teams": "api:teams",
+    "projects": "api:projects",
+    "roles": "api:roles",
+    "config": "api:config",
+    "sessions": "api:sessions",
+    "turns": "api:turns",
+    "usage": "api:usage",
+    "policies": "api:policies",
+    "automations": "api:automations",
+    "schema": "api:schema",
+    "docs": "api:docs",
+    "redoc": "api:redoc",
+}
+
+
+class ApiRootView(APIView):
+    """The API's resources: each one's name and URL. Any signed-in principal reads it; what
+    each resource lets them do is its own grant's."""
+
+    grants = {"GET": SIGNED_IN}
+
+    @extend_schema(responses=dict[str, str])
+    def get(self, request: Request) -> Response:
+        return Response(
+            {name: request.build_absolute_uri(reverse(route)) for name, route in RESOURCES.items()}
+        )
 
 
 # -- status ----------------------------------------------------------------------------------
@@ -121,6 +160,7 @@ class Item(generics.RetrieveUpdateDestroyAPIView):
 
 class Teams:
     subject = "team"
+    noun = "team"
     serializer_class = TeamSerializer
     queryset = Team.objects.prefetch_related("projects")
     lookup_field = "slug"
@@ -137,6 +177,7 @@ class TeamView(Teams, Item):
 
 class Projects:
     subject = "project"
+    noun = "project"
     serializer_class = ProjectSerializer
     queryset = Project.objects.select_related("team")
     lookup_field = "slug"
@@ -153,6 +194,7 @@ class ProjectView(Projects, Item):
 
 class Roles:
     subject = "role"
+    noun = "role"
     serializer_class = RoleSerializer
     queryset = Role.objects.all()
     lookup_field = "name"
@@ -196,11 +238,22 @@ class PrincipalsChangedView(APIView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-class ConfigView(generics.RetrieveAPIView):
-    """The root config values clients pushed (root/configChanged), as last written."""
+async def _root_config(host: Host) -> dict[str, Any]:
+    config = host.root.state["config"]
+    return {
+        "schema": config["schema"],
+        "values": root_config.shown(config["schema"], config["values"]),
+    }
+
+
+class ConfigView(APIView):
+    """Root config as the engine holds it, the socket's root state says it to who holds
+    config:settings: its schema and each key's effective value (its default where nothing set
+    it), a credential that is set shown as <set>."""
 
     grants = {"GET": "config:settings"}
-    serializer_class = RootConfigSerializer
 
-    def get_object(self) -> RootConfig:
-        return RootConfig.objects.filter(key="root").first() or RootConfig(key="root")
+    @extend_schema(responses=RootConfigSerializer)
+    def get(self, request: Request) -> Response:
+        config = engine_reads(_root_config, what="root config")
+        return Response(RootConfigSerializer(config).data)

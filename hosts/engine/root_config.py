@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -48,6 +49,29 @@ def schema(*, client_queue_bytes: int, replay_bytes: int) -> dict[str, Any]:
                 "default": "",
             },
         },
+    }
+
+
+#: What a credential's value is shown as where it is set, outside the socket's own root state.
+SET = "<set>"
+#: A key named like this holds a credential (a client may push keys the schema does not name).
+_CREDENTIAL = re.compile(r"token|secret|passw|credential|api_?key|private_?key", re.IGNORECASE)
+
+
+def is_credential(key: str, prop: Mapping[str, Any] | None = None) -> bool:
+    """Whether root config's `key` holds a credential: its schema says `format: password`,
+    or its name says token, secret, password, credential or API/private key."""
+    return bool(prop and prop.get("format") == "password") or bool(_CREDENTIAL.search(key))
+
+
+def shown(config_schema: Mapping[str, Any], values: Mapping[str, Any]) -> dict[str, Any]:
+    """The effective values (each key's default where nothing set it), a credential that is
+    set shown as `<set>`, never itself."""
+    properties = config_schema.get("properties", {})
+    effective = {**defaults(config_schema), **values}
+    return {
+        key: SET if is_credential(key, properties.get(key)) and value not in (None, "") else value
+        for key, value in effective.items()
     }
 
 

@@ -100,6 +100,8 @@ SHARED_OF_HOSTS = {
     "hosts.api.pages": "the REST kit: pages",
     "hosts.api.created": "the REST kit: 201 with its Location",
     "hosts.api.known_fields": "the REST kit: a body's unknown fields refused",
+    "hosts.api.query_parameters": "the REST kit: a list's query parameters checked",
+    "hosts.api.errors": "the REST kit: errors in the API's words",
     "hosts.api.engine_calls": "the REST kit: a service run through the engine client",
     "hosts.admin_engine_calls": "the admin's services through the engine client",
     "hosts.edge.engine_client": "the engine client",
