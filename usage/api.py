@@ -13,6 +13,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from audit.trail import of_request
 from hosts.api.auth import ApiUser
 from hosts.api.created import created
 from hosts.api.pages import Pages
@@ -106,7 +107,9 @@ class PoliciesView(APIView):
         if not isinstance(body, dict) or not isinstance(body.get("id"), str):
             raise _bad(ValueError("a policy needs an id"))
         try:
-            row = policy_rows.write_row(body["id"], body, create_only=True)
+            row = policy_rows.write_row(
+                body["id"], body, create_only=True, by=of_request(request, "rest")
+            )
         except PolicyError as exc:
             raise _bad(exc) from None
         except policy_rows.PolicyExists as exc:
@@ -130,7 +133,7 @@ class PolicyView(APIView):
     def patch(self, request: Request, id: str) -> Response:
         try:
             policy_rows.one_row(id)
-            return Response(policy_rows.write_row(id, request.data))
+            return Response(policy_rows.write_row(id, request.data, by=of_request(request, "rest")))
         except policy_rows.NoSuchPolicy as exc:
             raise exceptions.NotFound(str(exc)) from None
         except PolicyError as exc:
@@ -141,7 +144,7 @@ class PolicyView(APIView):
     )
     def delete(self, request: Request, id: str) -> Response:
         try:
-            policy_rows.delete_row(id)
+            policy_rows.delete_row(id, by=of_request(request, "rest"))
         except policy_rows.NoSuchPolicy as exc:
             raise exceptions.NotFound(str(exc)) from None
         return Response(status=status.HTTP_204_NO_CONTENT)

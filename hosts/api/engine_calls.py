@@ -46,13 +46,18 @@ class EngineDidNotAnswer(exceptions.APIException):
     status_code = status.HTTP_503_SERVICE_UNAVAILABLE
 
 
+def _came_from(request: Request) -> dict[str, str]:
+    """Where the call came in, for the engine's audit trail (services/calls.py)."""
+    return {"via": "rest", "address": request.META.get("REMOTE_ADDR") or ""}
+
+
 def engine_does(request: Request, service: str, **args: Any) -> Any:
     """Run a service as the request's principal through the engine client, on the engine that
     holds its session; a refusal is answered in the engine's words, with the HTTP status its
     code maps to, and an engine that did not answer in time as 503."""
     principal = principal_of(request)
     try:
-        return engine_client.perform(service, principal, **args)
+        return engine_client.perform(service, principal, came_from=_came_from(request), **args)
     except ProtocolError as error:
         raise EngineRefused(error) from None
     except engine_client.EngineUnavailable as error:

@@ -16,6 +16,8 @@ from rest_framework import exceptions, generics, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from audit.trail import of_request
+
 from ..edge.addresses import public_base, with_token
 from ..models import Token
 from ..store import mint_token, revoke_token
@@ -95,7 +97,7 @@ class TokenListing(generics.ListCreateAPIView):
         if Token.objects.filter(user=person, name=name).exists():
             raise exceptions.ValidationError(taken)
         try:
-            minted = mint_token(person.username, name)
+            minted = mint_token(person.username, name, by=of_request(request, "rest"))
         except IntegrityError:
             raise exceptions.ValidationError(taken) from None
         context = {"secret": minted.secret, "url": ws_url(minted.secret)}
@@ -119,7 +121,7 @@ class TokenItem(generics.RetrieveDestroyAPIView):
 
     @extend_schema(responses={204: OpenApiResponse(description="revoked")})
     def delete(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        revoke_token(self.get_object())
+        revoke_token(self.get_object(), by=of_request(request, "rest"))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 

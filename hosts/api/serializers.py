@@ -12,6 +12,8 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.validators import UniqueValidator
 
+from audit.trail import SYSTEM, Actor, of_request
+
 from ..engine.clock import iso
 from ..models import (
     Membership,
@@ -144,7 +146,7 @@ class PersonSerializer(KnownFieldsOnly, serializers.ModelSerializer):
         user = User(**validated_data)
         user.set_unusable_password()
         user.save()
-        set_host_roles(user, roles)
+        set_host_roles(user, roles, by=self._by())
         return user
 
     @transaction.atomic
@@ -155,8 +157,12 @@ class PersonSerializer(KnownFieldsOnly, serializers.ModelSerializer):
         roles = validated_data.pop("roles", None)
         user = super().update(instance, validated_data)
         if roles is not None:
-            set_host_roles(user, roles)
+            set_host_roles(user, roles, by=self._by())
         return user
+
+    def _by(self) -> Actor:
+        request = self.context.get("request")
+        return of_request(request, "rest") if request is not None else SYSTEM
 
 
 class TokenSerializer(serializers.ModelSerializer):

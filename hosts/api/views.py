@@ -16,8 +16,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from audit.trail import of_request
+
 from ..edge.runtime import forget_principals
 from ..models import Project, Role, RootConfig, StoredSession, Team
+from ..store import keep_role
 from .auth import ApiUser, host_name
 from .created import created
 from .filters import ProjectFilter
@@ -160,7 +163,9 @@ class Roles:
 
 
 class RolesView(Roles, Listing):
-    pass
+    def perform_create(self, serializer: RoleSerializer) -> None:
+        serializer.save()
+        keep_role(serializer.instance, by=of_request(self.request, "rest"))
 
 
 class RoleView(Roles, Item):
@@ -171,11 +176,12 @@ class RoleView(Roles, Item):
         if serializer.instance is not None and serializer.instance.builtin:
             raise Conflict(f"{serializer.instance.name} is a built-in role: it cannot change")
         serializer.save()
+        keep_role(serializer.instance, by=of_request(self.request, "rest"))
 
     def perform_destroy(self, instance: Role) -> None:
         if instance.builtin:
             raise Conflict(f"{instance.name} is a built-in role: it cannot be removed")
-        instance.delete()
+        keep_role(instance, by=of_request(self.request, "rest"), removed=True)
 
 
 # -- root config -----------------------------------------------------------------------------
