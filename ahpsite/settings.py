@@ -242,6 +242,8 @@ ASGI_APPLICATION = "ahpsite.asgi.application"
 AHPD_ENGINE_BUILDER = "ahpsite.engine.build_engine"
 #: The `ahpd` command's nouns from the other apps, each a register(nouns) function.
 AHPD_COMMAND_NOUNS = ["usage.cli.register", "audit.cli.register"]
+#: What keeps an audit record, for hosts and usage (hosts/store/acts.py): the audit app's.
+AHPD_AUDIT_RECORDER = "audit.trail.record_act"
 #: What reads a set of sessions' usage: an automation run's figures (automations/run_usage.py).
 AHPD_SESSIONS_USAGE = "usage.reading.used_by_sessions"
 

@@ -19,7 +19,7 @@ from django.urls import reverse
 from django.utils.functional import lazy
 from django.utils.html import format_html
 
-from audit.trail import of_request
+from hosts.store.acts import of_request
 
 from .api.people_views import ws_url
 from .engine.clock import iso

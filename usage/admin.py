@@ -12,7 +12,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.utils.safestring import mark_safe
 
-from audit.trail import of_request, record
+from hosts.store.acts import of_request, record
 
 from .chart import last_30_days
 from .decide import PolicyError, parse_row, row_json

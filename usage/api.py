@@ -13,12 +13,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from audit.trail import of_request
 from hosts.api.auth import ApiUser
 from hosts.api.created import created
 from hosts.api.pages import Pages
 from hosts.api.permissions import SIGNED_IN
 from hosts.engine.principal import Principal
+from hosts.store.acts import of_request
 
 from . import policy_rows, reading
 from .decide import PolicyError

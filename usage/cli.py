@@ -8,8 +8,8 @@ from typing import Any
 
 from django.core.management.base import CommandError
 
-from audit.trail import of_command_line
 from hosts.management.ahpd.verbs import Shown, json_flag, noun, verb
+from hosts.store.acts import of_command_line
 
 from . import policy_rows, reading
 from .decide import PolicyError

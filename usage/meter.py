@@ -15,10 +15,10 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from django.conf import settings
 
-from audit.trail import Actor
 from hosts.engine.meter import Admission, Use, Work
 from hosts.engine.principal import Principal
 from hosts.protocol.errors import ErrorCode, ProtocolError, invalid_params
+from hosts.store.acts import Actor
 from hosts.store.engine_database import db_call
 
 from . import ledger, policy_rows, reading

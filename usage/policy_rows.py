@@ -9,9 +9,9 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from audit import trail as audit
-from audit.trail import SYSTEM, Actor
 from hosts.engine.principal import Principal
+from hosts.store import acts as audit
+from hosts.store.acts import SYSTEM, Actor
 
 from .decide import PolicyError, Row, check_id, holds, parse_row, row_json
 from .ledger import exhausted, row_of, spent, where_of

@@ -16,7 +16,7 @@ from rest_framework import exceptions, generics, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from audit.trail import of_request
+from hosts.store.acts import of_request
 
 from ..edge.addresses import public_base, with_token
 from ..models import Token

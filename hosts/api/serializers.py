@@ -12,7 +12,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.validators import UniqueValidator
 
-from audit.trail import SYSTEM, Actor, of_request
+from hosts.store.acts import SYSTEM, Actor, of_request
 
 from ..engine.clock import iso
 from ..models import (

@@ -16,7 +16,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from audit.trail import of_request
+from hosts.store.acts import of_request
 
 from ..edge.runtime import forget_principals
 from ..models import Project, Role, RootConfig, StoredSession, Team

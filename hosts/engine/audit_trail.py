@@ -30,6 +30,20 @@ class Act:
     detail: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True)
+class Actor:
+    """Who asks for a change (a principal's ref) and from where (INTERFACES, and the peer's
+    address where there is one)."""
+
+    ref: str
+    via: str
+    address: str = ""
+
+
+#: The host itself (setup, fixtures): no one's say.
+SYSTEM = Actor("system", "system")
+
+
 class AuditTrail(Protocol):
     async def record(self, act: Act) -> None:
         """Keep the act (on the engine's own database executor, never a request's thread)."""

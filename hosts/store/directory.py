@@ -16,12 +16,11 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from audit import trail as audit
-from audit.trail import SYSTEM, Actor
-
 from ..engine.grants import BUILTIN_ROLES, GrantError, check_grant
 from ..engine.principal import Principal
 from ..models import Membership, Role, Token
+from . import acts as audit
+from .acts import SYSTEM, Actor
 from .engine_database import db_call
 
 #: The protected resource `authenticate` signs a person in against.

@@ -14,11 +14,10 @@ from typing import Any
 
 from django.db import transaction
 
-from audit import trail as audit
-from audit.trail import SYSTEM, Actor
-
 from ..edge import principal_changes
 from ..models import Membership, Role
+from . import acts as audit
+from .acts import SYSTEM, Actor
 
 #: The built-in role whose holders are the admin site's superusers.
 ADMIN_ROLE = "admin"

@@ -8,10 +8,10 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError
 from django.db import transaction
 
-from audit.trail import of_command_line
 from hosts.api.serializers import PersonSerializer
 from hosts.models import Membership, Role
 from hosts.store import membership_change, set_host_roles
+from hosts.store.acts import of_command_line
 
 from .checks import valid
 from .teams import project_named, team_named

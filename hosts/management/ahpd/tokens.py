@@ -9,12 +9,12 @@ from django.conf import settings
 from django.core.management.base import CommandError
 from django.db import IntegrityError
 
-from audit.trail import of_command_line
 from hosts.api.serializers import MintTokenSerializer
 from hosts.edge import control
 from hosts.edge.addresses import public_base, with_token
 from hosts.models import Token
 from hosts.store import mint_token, revoke_token
+from hosts.store.acts import of_command_line
 
 from .checks import valid
 from .people import person_named
