@@ -12,6 +12,7 @@ from rest_framework.request import Request
 from ..edge import engine_client
 from ..engine.principal import Principal
 from ..protocol.errors import ErrorCode, ProtocolError
+from ..store.acts import of_request
 from .auth import ApiUser
 
 
@@ -48,7 +49,8 @@ class EngineDidNotAnswer(exceptions.APIException):
 
 def _came_from(request: Request) -> dict[str, str]:
     """Where the call came in, for the engine's audit trail (services/calls.py)."""
-    return {"via": "rest", "address": request.META.get("REMOTE_ADDR") or ""}
+    actor = of_request(request, "rest")
+    return {"via": actor.via, "address": actor.address}
 
 
 def engine_does(request: Request, service: str, **args: Any) -> Any:

@@ -18,6 +18,7 @@ from typing import Any
 from django.conf import settings
 from django.utils.module_loading import import_string
 
+from ..edge import control
 from ..engine.audit_trail import SYSTEM, Act, Actor
 
 __all__ = ["SYSTEM", "Actor", "of_command_line", "of_request", "record"]
@@ -35,9 +36,14 @@ def record(act: str, by: Actor, target_kind: str, target_id: str, **detail: Any)
 
 
 def of_request(request: Any, via: str) -> Actor:
-    """Who a REST or admin request is from: its principal (REST) or its signed-in person."""
+    """Who a REST or admin request is from: its principal (REST) or its signed-in person. A
+    REST call with the server's control token is `manage.py ahpd`'s (`sessions --cancel`), so
+    it came from the command line."""
     principal = getattr(request.user, "principal", None)
     ref = principal.ref if principal is not None else f"user:{request.user.get_username()}"
+    token = getattr(request, "auth", None)
+    if isinstance(token, str) and control.admits(token):
+        via = "cli"
     return Actor(ref, via, request.META.get("REMOTE_ADDR") or "")
 
 

@@ -306,21 +306,23 @@ def test_disposing_someone_elses_session_is_recorded_and_ones_own_is_not(server,
     assert record["detail"] == {"owner": f"user:{name}"}
 
 
-async def test_cancelling_someone_elses_turn_is_recorded_from_the_socket_and_rest(
+async def test_cancelling_someone_elses_turn_is_recorded_from_the_socket_rest_and_cli(
     server, connect, workdir
 ):
     name, secret = person(server, "member")
     watcher = await as_(server, connect)
-    for way in ("socket", "rest"):
+    for way in ("socket", "rest", "cli"):
         made = made_session(server, secret, workdir, "hold")
         await watcher.request("subscribe", {"channel": made["chat"]})
         if way == "socket":
             stop = {"type": "chat/turnCancelled", "turnId": made["turnId"], "duration": 1}
             echo = await watcher.dispatch_and_wait(made["chat"], stop)
             assert "rejectionReason" not in echo
-        else:
+        elif way == "rest":
             path = "sessions/" + quote(made["uri"], safe="") + "/cancel/"
             assert call(server, "POST", path)[0] == 200
+        else:
+            cli(server, "sessions", "--cancel", made["uri"])
         await watcher.wait_action(ended(made["chat"], made["turnId"]), timeout=30)
         record = one(trail(server, targetId=made["turnId"]), "turn.cancelled")
         assert (record["by"], record["via"], record["targetKind"]) == (
