@@ -19,8 +19,6 @@ from django.urls import reverse
 from django.utils.functional import lazy
 from django.utils.html import format_html
 
-from hosts.store.acts import of_request
-
 from .api.people_views import ws_url
 from .engine.clock import iso
 from .models import (
@@ -43,6 +41,7 @@ from .store import (
     revoke_token,
     validate_grants,
 )
+from .store.acts import of_request
 
 User = get_user_model()
 

@@ -16,11 +16,10 @@ from rest_framework import exceptions, generics, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from hosts.store.acts import of_request
-
 from ..edge.addresses import public_base, with_token
 from ..models import Token
 from ..store import mint_token, revoke_token
+from ..store.acts import of_request
 from .created import created
 from .filters import PersonFilter, TokenFilter
 from .serializers import (

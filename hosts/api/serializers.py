@@ -12,8 +12,6 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.validators import UniqueValidator
 
-from hosts.store.acts import SYSTEM, Actor, of_request
-
 from ..engine.clock import iso
 from ..models import (
     Membership,
@@ -26,6 +24,7 @@ from ..models import (
     Token,
 )
 from ..store import set_host_roles, validate_grants
+from ..store.acts import SYSTEM, Actor, of_request
 from .known_fields import KnownFieldsOnly
 
 User = get_user_model()

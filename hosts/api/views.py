@@ -16,11 +16,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from hosts.store.acts import of_request
-
 from ..edge.runtime import forget_principals
 from ..models import Project, Role, RootConfig, StoredSession, Team
 from ..store import keep_role
+from ..store.acts import of_request
 from .auth import ApiUser, host_name
 from .created import created
 from .filters import ProjectFilter
