@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from channels.layers import get_channel_layer
 
+from audit.engine_trail import DjangoAuditTrail
 from automations.store import DjangoAutomationStore
 from hosts.edge.relay import LayerRelay
 from hosts.edge.runtime import configured_agents, host_settings
@@ -29,5 +30,6 @@ def build_engine() -> Host:
         relay=LayerRelay(layer) if layer is not None else None,
     )
     host.turns.metering.meter = DjangoMeter()
+    host.audit = DjangoAuditTrail()
     host.automations = Automations(host, DjangoAutomationStore())
     return host

@@ -215,6 +215,7 @@ INSTALLED_APPS = [
     "hosts",
     "automations",
     "usage",
+    "audit",
 ]
 
 MIDDLEWARE = [
@@ -240,7 +241,9 @@ ASGI_APPLICATION = "ahpsite.asgi.application"
 #: What makes the process's engine with its Django adapters (hosts/edge/runtime.py runs it).
 AHPD_ENGINE_BUILDER = "ahpsite.engine.build_engine"
 #: The `ahpd` command's nouns from the other apps, each a register(nouns) function.
-AHPD_COMMAND_NOUNS = ["usage.cli.register"]
+AHPD_COMMAND_NOUNS = ["usage.cli.register", "audit.cli.register"]
+#: What keeps an audit record, for hosts and usage (hosts/store/acts.py): the audit app's.
+AHPD_AUDIT_RECORDER = "audit.trail.record_act"
 #: What reads a set of sessions' usage: an automation run's figures (automations/run_usage.py).
 AHPD_SESSIONS_USAGE = "usage.reading.used_by_sessions"
 

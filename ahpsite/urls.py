@@ -13,6 +13,7 @@ from drf_spectacular.views import (
     SpectacularSwaggerView,
 )
 
+from audit import urls as audit_urls
 from automations import urls as automations_urls
 from hosts.api import urls as hosts_api_urls
 from hosts.api.health import healthz
@@ -24,6 +25,7 @@ api_urlpatterns: list[URLPattern | URLResolver] = [
     *hosts_api_urls.urlpatterns,
     *automations_urls.urlpatterns,
     *usage_urls.urlpatterns,
+    *audit_urls.urlpatterns,
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
     path("redoc/", SpectacularRedocView.as_view(url_name="api:schema"), name="redoc"),

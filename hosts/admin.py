@@ -16,12 +16,10 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.template import engines
 from django.urls import reverse
-from django.utils import timezone
 from django.utils.functional import lazy
 from django.utils.html import format_html
 
 from .api.people_views import ws_url
-from .edge import principal_changes
 from .engine.clock import iso
 from .models import (
     Membership,
@@ -35,7 +33,15 @@ from .models import (
     Token,
 )
 from .session_admin import LiveSessionAdmin
-from .store import mint_token, sync_admin_site, validate_grants
+from .store import (
+    keep_role,
+    membership_change,
+    memberships_of,
+    mint_token,
+    revoke_token,
+    validate_grants,
+)
+from .store.acts import of_request
 
 User = get_user_model()
 
@@ -100,8 +106,9 @@ class PersonAdmin(UserAdmin):
         return [*fieldsets, ("Tokens", {"fields": ("mint_link",)})]
 
     def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
+        before = memberships_of(form.instance) if change else []
         super().save_related(request, form, formsets, change)
-        sync_admin_site(form.instance)
+        membership_change(form.instance, before, by=of_request(request, "admin"))
 
     @admin.display(description="new token")
     def mint_link(self, obj: Any) -> str:
@@ -162,7 +169,7 @@ class TokenAdmin(admin.ModelAdmin):
         if change:
             super().save_model(request, obj, form, change)
             return
-        minted = mint_token(obj.user.get_username(), obj.name)
+        minted = mint_token(obj.user.get_username(), obj.name, by=of_request(request, "admin"))
         for field in ("pk", "digest", "prefix", "created_at"):
             setattr(obj, field, getattr(minted.token, field))
         obj._state.adding = False
@@ -189,12 +196,10 @@ class TokenAdmin(admin.ModelAdmin):
 
     @admin.action(description="Revoke the selected tokens")
     def revoke(self, request: HttpRequest, queryset: QuerySet[Token]) -> None:
-        live = queryset.filter(revoked_at__isnull=True)
-        revoked = list(live.values_list("pk", flat=True))
-        count = live.filter(pk__in=revoked).update(revoked_at=timezone.now())
-        # An update sends no post_save: the engine's kept principals are told here.
-        principal_changes.noted(tokens=revoked)
-        self.message_user(request, f"{count} token(s) revoked.", messages.SUCCESS)
+        live = list(queryset.filter(revoked_at__isnull=True).select_related("user"))
+        for token in live:
+            revoke_token(token, by=of_request(request, "admin"))
+        self.message_user(request, f"{len(live)} token(s) revoked.", messages.SUCCESS)
 
 
 # -- teams, projects, roles ------------------------------------------------------------------
@@ -256,6 +261,12 @@ class RoleAdmin(admin.ModelAdmin):
         if obj is not None and obj.builtin:
             return False
         return super().has_delete_permission(request, obj)
+
+    def save_model(self, request: HttpRequest, obj: Role, form: Any, change: bool) -> None:
+        keep_role(obj, by=of_request(request, "admin"))
+
+    def delete_model(self, request: HttpRequest, obj: Role) -> None:
+        keep_role(obj, by=of_request(request, "admin"), removed=True)
 
     def get_actions(self, request: HttpRequest) -> Any:
         actions = super().get_actions(request)

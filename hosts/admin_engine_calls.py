@@ -19,7 +19,8 @@ def admin_does(request: HttpRequest, service: str, *, refused: str = "", **args:
     `refused` (the words that say nothing was done)."""
     principal = person_signed_in(request.user)  # type: ignore[arg-type]
     try:
-        answer = engine_client.perform(service, principal, **args)
+        came_from = {"via": "admin", "address": request.META.get("REMOTE_ADDR") or ""}
+        answer = engine_client.perform(service, principal, came_from=came_from, **args)
     except ProtocolError as error:
         messages.error(request, f"{refused}{error.message}")
         return None

@@ -8,8 +8,11 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin
+from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.utils.safestring import mark_safe
+
+from hosts.store.acts import of_request, record
 
 from .chart import last_30_days
 from .decide import PolicyError, parse_row, row_json
@@ -105,3 +108,20 @@ class PolicyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     list_display = ("id", "scope", "kind", "effect", "valid_from", "valid_until")
     list_filter = ("kind", "effect")
     search_fields = ("id", "scope")
+
+    # Each write on the audit trail, as the REST API's and the socket's (policy_rows.py).
+
+    def save_model(self, request: HttpRequest, obj: Policy, form: Any, change: bool) -> None:
+        super().save_model(request, obj, form, change)
+        record("policy.set", of_request(request, "admin"), "policy", obj.pk, made=not change)
+
+    def delete_model(self, request: HttpRequest, obj: Policy) -> None:
+        policy_id = obj.pk
+        super().delete_model(request, obj)
+        record("policy.removed", of_request(request, "admin"), "policy", policy_id)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Policy]) -> None:
+        ids = list(queryset.values_list("pk", flat=True))
+        super().delete_queryset(request, queryset)
+        for policy_id in ids:
+            record("policy.removed", of_request(request, "admin"), "policy", policy_id)

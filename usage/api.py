@@ -22,6 +22,7 @@ from hosts.api.pages import PAGE_PARAMETERS, paged
 from hosts.api.permissions import SIGNED_IN
 from hosts.api.query_parameters import DAY, day
 from hosts.engine.principal import Principal
+from hosts.store.acts import of_request
 
 from . import policy_rows, reading
 from .decide import PolicyError
@@ -121,7 +122,9 @@ class PoliciesView(APIView):
         if not isinstance(body.get("id"), str):
             raise exceptions.ValidationError({"id": ["a policy needs an id"]})
         try:
-            row = policy_rows.write_row(body["id"], body, create_only=True)
+            row = policy_rows.write_row(
+                body["id"], body, create_only=True, by=of_request(request, "rest")
+            )
         except PolicyError as exc:
             raise _bad(exc) from None
         except policy_rows.PolicyExists as exc:
@@ -145,7 +148,7 @@ class PolicyView(APIView):
     def patch(self, request: Request, id: str) -> Response:
         try:
             policy_rows.one_row(id)
-            return Response(policy_rows.write_row(id, request.data))
+            return Response(policy_rows.write_row(id, request.data, by=of_request(request, "rest")))
         except policy_rows.NoSuchPolicy:
             raise _no_such_policy(id) from None
         except PolicyError as exc:
@@ -156,7 +159,7 @@ class PolicyView(APIView):
     )
     def delete(self, request: Request, id: str) -> Response:
         try:
-            policy_rows.delete_row(id)
+            policy_rows.delete_row(id, by=of_request(request, "rest"))
         except policy_rows.NoSuchPolicy:
             raise _no_such_policy(id) from None
         return Response(status=status.HTTP_204_NO_CONTENT)

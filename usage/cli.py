@@ -9,6 +9,7 @@ from typing import Any
 from django.core.management.base import CommandError
 
 from hosts.management.ahpd.verbs import Shown, json_flag, noun, verb
+from hosts.store.acts import of_command_line
 
 from . import policy_rows, reading
 from .decide import PolicyError
@@ -82,7 +83,7 @@ def policy_show(options: dict[str, Any]) -> Shown:
 def policy_set(options: dict[str, Any]) -> Shown:
     try:
         body = json.loads(options["row"])
-        row = policy_rows.write_row(options["id"], body)
+        row = policy_rows.write_row(options["id"], body, by=of_command_line())
     except PolicyError as exc:
         raise CommandError(str(exc)) from None
     except ValueError as exc:  # JSONDecodeError, and a number too long to read
@@ -92,7 +93,7 @@ def policy_set(options: dict[str, Any]) -> Shown:
 
 def policy_rm(options: dict[str, Any]) -> Shown:
     try:
-        policy_rows.delete_row(options["id"])
+        policy_rows.delete_row(options["id"], by=of_command_line())
     except policy_rows.NoSuchPolicy as exc:
         raise CommandError(str(exc)) from None
     return Shown({"id": options["id"], "removed": True})

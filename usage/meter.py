@@ -18,6 +18,7 @@ from django.conf import settings
 from hosts.engine.meter import Admission, Use, Work
 from hosts.engine.principal import Principal
 from hosts.protocol.errors import ErrorCode, ProtocolError, invalid_params
+from hosts.store.acts import Actor
 from hosts.store.engine_database import db_call
 
 from . import ledger, policy_rows, reading
@@ -131,12 +132,18 @@ def _policy(
         return _json(policy_rows.one_row(policy_id))
     if method == "resourceWrite":
         body = _body(params, where)
-        policy_rows.write_row(policy_id, body, create_only=params.get("createOnly") is True)
+        policy_rows.write_row(
+            policy_id, body, create_only=params.get("createOnly") is True, by=_from(principal)
+        )
         return {}
     if method == "resourceDelete":
-        policy_rows.delete_row(policy_id)
+        policy_rows.delete_row(policy_id, by=_from(principal))
         return {}
     raise invalid_params(f"{method}: {where} is read, written and deleted, not listed")
+
+
+def _from(principal: Principal) -> Actor:
+    return Actor(principal.ref, "socket")
 
 
 def _body(params: dict[str, Any], where: str) -> Any:

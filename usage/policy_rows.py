@@ -10,6 +10,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from hosts.engine.principal import Principal
+from hosts.store import acts as audit
+from hosts.store.acts import SYSTEM, Actor
 
 from .decide import PolicyError, Row, check_id, holds, parse_row, row_json
 from .ledger import exhausted, row_of, spent, where_of
@@ -39,8 +41,11 @@ def one_row(policy_id: str) -> dict[str, Any]:
     return row_json(row_of_id(policy_id))
 
 
-def write_row(policy_id: str, body: Any, *, create_only: bool = False) -> dict[str, Any]:
-    """Make the row or merge the body over the one there; the row as kept."""
+def write_row(
+    policy_id: str, body: Any, *, create_only: bool = False, by: Actor = SYSTEM
+) -> dict[str, Any]:
+    """Make the row or merge the body over the one there; the row as kept, and the write on
+    the audit trail."""
     check_id(policy_id)
     if not isinstance(body, dict):
         raise PolicyError(f"policy {policy_id}: the body must be a JSON object")
@@ -63,13 +68,17 @@ def write_row(policy_id: str, body: Any, *, create_only: bool = False) -> dict[s
             "valid_until": row.ends,
         }
         Policy.objects.update_or_create(pk=policy_id, defaults=fields)
-    return one_row(policy_id)
+        kept = one_row(policy_id)
+        audit.record("policy.set", by, "policy", policy_id, made=existing is None, row=kept)
+    return kept
 
 
-def delete_row(policy_id: str) -> None:
+@transaction.atomic
+def delete_row(policy_id: str, *, by: Actor = SYSTEM) -> None:
     deleted, _ = Policy.objects.filter(pk=policy_id).delete()
     if not deleted:
         raise NoSuchPolicy(f"no policy {policy_id}")
+    audit.record("policy.removed", by, "policy", policy_id)
 
 
 def limits_json(row: Row, person: str) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from ..edge import engine_client
 from ..engine.host import Host
 from ..engine.principal import Principal
 from ..protocol.errors import ErrorCode, ProtocolError
+from ..store.acts import of_request
 from .auth import ApiUser
 
 T = TypeVar("T")
@@ -50,13 +51,19 @@ class EngineDidNotAnswer(exceptions.APIException):
     status_code = status.HTTP_503_SERVICE_UNAVAILABLE
 
 
+def _came_from(request: Request) -> dict[str, str]:
+    """Where the call came in, for the engine's audit trail (services/calls.py)."""
+    actor = of_request(request, "rest")
+    return {"via": actor.via, "address": actor.address}
+
+
 def engine_does(request: Request, service: str, **args: Any) -> Any:
     """Run a service as the request's principal through the engine client, on the engine that
     holds its session; a refusal is answered in the engine's words, with the HTTP status its
     code maps to, and an engine that did not answer in time as 503."""
     principal = principal_of(request)
     try:
-        return engine_client.perform(service, principal, **args)
+        return engine_client.perform(service, principal, came_from=_came_from(request), **args)
     except ProtocolError as error:
         raise EngineRefused(error) from None
     except engine_client.EngineUnavailable as error:

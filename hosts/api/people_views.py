@@ -19,6 +19,7 @@ from rest_framework.response import Response
 from ..edge.addresses import public_base, with_token
 from ..models import Token
 from ..store import mint_token, revoke_token
+from ..store.acts import of_request
 from .created import created
 from .filters import PersonFilter, TokenFilter
 from .serializers import (
@@ -96,7 +97,7 @@ class TokenListing(generics.ListCreateAPIView):
         if Token.objects.filter(user=person, name=name).exists():
             raise exceptions.ValidationError(taken)
         try:
-            minted = mint_token(person.username, name)
+            minted = mint_token(person.username, name, by=of_request(request, "rest"))
         except IntegrityError:
             raise exceptions.ValidationError(taken) from None
         context = {"secret": minted.secret, "url": ws_url(minted.secret)}
@@ -122,7 +123,7 @@ class TokenItem(generics.RetrieveDestroyAPIView):
 
     @extend_schema(responses={204: OpenApiResponse(description="revoked")})
     def delete(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        revoke_token(self.get_object())
+        revoke_token(self.get_object(), by=of_request(request, "rest"))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 

@@ -23,6 +23,7 @@ from ..models import (
     Token,
 )
 from ..store import set_host_roles, validate_grants
+from ..store.acts import SYSTEM, Actor, of_request
 from .known_fields import KnownFieldsOnly
 
 User = get_user_model()
@@ -143,7 +144,7 @@ class PersonSerializer(KnownFieldsOnly, serializers.ModelSerializer):
         user = User(**validated_data)
         user.set_unusable_password()
         user.save()
-        set_host_roles(user, roles)
+        set_host_roles(user, roles, by=self._by())
         return user
 
     @transaction.atomic
@@ -154,8 +155,12 @@ class PersonSerializer(KnownFieldsOnly, serializers.ModelSerializer):
         roles = validated_data.pop("roles", None)
         user = super().update(instance, validated_data)
         if roles is not None:
-            set_host_roles(user, roles)
+            set_host_roles(user, roles, by=self._by())
         return user
+
+    def _by(self) -> Actor:
+        request = self.context.get("request")
+        return of_request(request, "rest") if request is not None else SYSTEM
 
 
 class TokenSerializer(serializers.ModelSerializer):

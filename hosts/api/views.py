@@ -20,6 +20,8 @@ from ..edge.runtime import forget_principals
 from ..engine import root_config
 from ..engine.host import Host
 from ..models import Project, Role, StoredSession, Team
+from ..store import keep_role
+from ..store.acts import of_request
 from .auth import ApiUser, host_name
 from .created import created
 from .engine_calls import engine_reads
@@ -202,7 +204,9 @@ class Roles:
 
 
 class RolesView(Roles, Listing):
-    pass
+    def perform_create(self, serializer: RoleSerializer) -> None:
+        serializer.save()
+        keep_role(serializer.instance, by=of_request(self.request, "rest"))
 
 
 class RoleView(Roles, Item):
@@ -213,11 +217,12 @@ class RoleView(Roles, Item):
         if serializer.instance is not None and serializer.instance.builtin:
             raise Conflict(f"{serializer.instance.name} is a built-in role: it cannot change")
         serializer.save()
+        keep_role(serializer.instance, by=of_request(self.request, "rest"))
 
     def perform_destroy(self, instance: Role) -> None:
         if instance.builtin:
             raise Conflict(f"{instance.name} is a built-in role: it cannot be removed")
-        instance.delete()
+        keep_role(instance, by=of_request(self.request, "rest"), removed=True)
 
 
 # -- root config -----------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from ..protocol.turn_windows import windowed
 from ..protocol.uris import ROOT_URI
 from ..protocol.validation import action_problem
 from . import access, changesets, grants, root_config, session_annotations
+from .audit_trail import AuditTrail, NoAuditTrail
 from .changesets import Changesets
 from .changesets import git as changeset_git
 from .changesets.outside_git import OutsideGitCopies
@@ -169,6 +170,8 @@ class Host:
         #: The automations catalogue (automations.Automations, which imports this module),
         #: where a store for them was given; None otherwise.
         self.automations: Any = None
+        #: Where the acts the engine makes on someone's say are kept (audit_trail.py).
+        self.audit: AuditTrail = NoAuditTrail()
         self._root: Channel | None = None
         #: The root as every root config push taken so far leaves it, while some are taken
         #: and not yet said (committing); None when all are said.
@@ -348,6 +351,11 @@ class Host:
 
     def replay_bytes(self) -> int:
         return int(self.root_value(root_config.REPLAY_BYTES)) if self._root is not None else 0
+
+    def root_values_ahead(self) -> dict[str, Any]:
+        """The root config values every push taken so far leaves, said or not."""
+        ahead = self._root_ahead if self._root_ahead is not None else self.root.state
+        return dict(ahead["config"]["values"])
 
     async def change_root_config(
         self,

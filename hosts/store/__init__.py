@@ -16,7 +16,14 @@ from .directory import (
     validate_grants,
 )
 from .engine_store import DjangoStore
-from .roles import ADMIN_ROLE, set_host_roles, sync_admin_site
+from .roles import (
+    ADMIN_ROLE,
+    keep_role,
+    membership_change,
+    memberships_of,
+    set_host_roles,
+    sync_admin_site,
+)
 
 __all__ = [
     "ADMIN_ROLE",
@@ -27,6 +34,9 @@ __all__ = [
     "digest",
     "ensure_builtin_roles",
     "held_by",
+    "keep_role",
+    "membership_change",
+    "memberships_of",
     "mint_token",
     "person_for_token",
     "person_signed_in",

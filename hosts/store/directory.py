@@ -19,6 +19,8 @@ from django.utils import timezone
 from ..engine.grants import BUILTIN_ROLES, GrantError, check_grant
 from ..engine.principal import Principal
 from ..models import Membership, Role, Token
+from . import acts as audit
+from .acts import SYSTEM, Actor
 from .engine_database import db_call
 
 #: The protected resource `authenticate` signs a person in against.
@@ -55,20 +57,25 @@ def validate_grants(grants: list[str]) -> list[str]:
 
 
 @transaction.atomic
-def mint_token(user_id: str, name: str) -> MintedToken:
-    """A new token for a person; the secret is in the result and nowhere else."""
+def mint_token(user_id: str, name: str, *, by: Actor = SYSTEM) -> MintedToken:
+    """A new token for a person; the secret is in the result and nowhere else. On the audit
+    trail, whichever way it was asked."""
     user = get_user_model().objects.get(username=user_id)
     secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
     token = Token.objects.create(user=user, name=name, digest=digest(secret), prefix=secret[:10])
+    audit.record("token.minted", by, "token", f"user:{user_id}/{name}", prefix=token.prefix)
     return MintedToken(token, secret)
 
 
-def revoke_token(token: Token) -> None:
+@transaction.atomic
+def revoke_token(token: Token, *, by: Actor = SYSTEM) -> None:
     """Revoke a token: it stops working on the next request or command. Revoking one already
-    revoked keeps the first moment."""
+    revoked keeps the first moment, and is no new act on the audit trail."""
     if token.revoked_at is None:
         token.revoked_at = timezone.now()
         token.save(update_fields=["revoked_at"])
+        whose = token.user.get_username()
+        audit.record("token.revoked", by, "token", f"user:{whose}/{token.name}")
 
 
 @dataclass(frozen=True)

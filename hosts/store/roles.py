@@ -16,6 +16,8 @@ from django.db import transaction
 
 from ..edge import principal_changes
 from ..models import Membership, Role
+from . import acts as audit
+from .acts import SYSTEM, Actor
 
 #: The built-in role whose holders are the admin site's superusers.
 ADMIN_ROLE = "admin"
@@ -37,10 +39,47 @@ def sync_admin_site(user: Any) -> None:
         user.save(update_fields=["is_staff", "is_superuser"])
 
 
+def memberships_of(user: Any) -> list[str]:
+    """A person's memberships as the audit trail says them: `role`, `role@team:<slug>`,
+    `role@project:<slug>`, sorted."""
+    said = []
+    for m in Membership.objects.filter(user=user).select_related("role", "team", "project"):
+        where = (
+            f"@team:{m.team.slug}" if m.team else f"@project:{m.project.slug}" if m.project else ""
+        )
+        said.append(m.role.name + where)
+    return sorted(said)
+
+
 @transaction.atomic
-def set_host_roles(user: Any, roles: Iterable[Role]) -> None:
+def membership_change(user: Any, before: list[str], *, by: Actor = SYSTEM) -> None:
+    """After a person's memberships were changed (from `before`, memberships_of's words): their
+    admin-site rights follow, the engine's kept principals are told, and the change, if any,
+    is on the audit trail."""
+    principal_changes.noted(people=[user.pk])
+    sync_admin_site(user)
+    after = memberships_of(user)
+    if after != before:
+        whose = f"user:{user.get_username()}"
+        audit.record("membership.changed", by, "person", whose, before=before, after=after)
+
+
+@transaction.atomic
+def keep_role(role: Role, *, by: Actor = SYSTEM, removed: bool = False) -> None:
+    """Save a role made or changed (or remove one), on the audit trail."""
+    grants = list(role.grants)
+    if removed:
+        role.delete()
+    else:
+        role.save()
+    audit.record("role.changed", by, "role", role.name, grants=grants, removed=removed)
+
+
+@transaction.atomic
+def set_host_roles(user: Any, roles: Iterable[Role], *, by: Actor = SYSTEM) -> None:
     """Make the person's host-wide memberships exactly `roles` (team and project ones stay),
     and their admin-site rights follow."""
+    before = memberships_of(user)
     roles = list(roles)
     kept = Membership.objects.filter(user=user, team__isnull=True, project__isnull=True)
     kept.exclude(role__in=roles).delete()
@@ -48,6 +87,5 @@ def set_host_roles(user: Any, roles: Iterable[Role]) -> None:
     Membership.objects.bulk_create(
         [Membership(user=user, role=role) for role in roles if role.pk not in held]
     )
-    # bulk_create sends no post_save: the engine's kept principals are told here.
-    principal_changes.noted(people=[user.pk])
-    sync_admin_site(user)
+    # bulk_create sends no post_save: the engine's kept principals are told (membership_change).
+    membership_change(user, before, by=by)

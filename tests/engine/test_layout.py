@@ -88,7 +88,7 @@ def test_the_core_imports_nothing_from_django():
 
 REPO = HOSTS.parent
 #: The Django apps; ahpsite/ is the composition root over them, which may import any of them.
-APPS = ("hosts", "usage", "automations")
+APPS = ("hosts", "usage", "automations", "audit")
 ROOT = "ahpsite"
 #: What usage and automations may import of hosts: the engine's core and ports, and the shared
 #: Django-side kit. Nothing else of hosts (never hosts.models: hosts' tables are its own).
@@ -108,6 +108,7 @@ SHARED_OF_HOSTS = {
     "hosts.store.engine_database": "the executor of the engine's database calls",
     "hosts.store.directory": "the people directory: who a person is, what they hold",
     "hosts.store.project_teams": "which team holds a project",
+    "hosts.store.acts": "the audit trail: who asked, from where, and the record kept",
     "hosts.backends.config": "the agents file (its prices)",
     "hosts.management.ahpd.verbs": "the `ahpd` command's parsers and output",
 }
@@ -154,7 +155,7 @@ def _allowed(importer: str, target: str) -> bool:
         return False
     if destination == "hosts":
         return any(target == m or target.startswith(m + ".") for m in SHARED_OF_HOSTS)
-    return False  # usage and automations never import each other
+    return False  # usage, automations and audit never import each other
 
 
 def test_the_apps_import_each_other_only_as_the_composition_root_allows():

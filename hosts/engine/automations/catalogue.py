@@ -20,6 +20,7 @@ from ...protocol.errors import ErrorCode, ProtocolError, invalid_params
 from ...protocol.limits import MAX_ID_LENGTH, MAX_URI_LENGTH
 from ...protocol.uris import AUTOMATIONS_URI
 from .. import access
+from ..audit_trail import Act
 from ..channel import Channel
 from ..clock import iso, now_ms
 from ..host import Host
@@ -158,6 +159,10 @@ class Automations:
                 continue
             started += 1
             self.runs.begin(run_uri)
+            # Run on the schedule's say, as its owner: on the audit trail as such.
+            await self.host.audit.record(
+                Act(owner, "automation.ran", "automation", uri, "schedule", "", {"run": run_uri})
+            )
 
     async def _read_history(self, uri: str) -> None:
         shown = self.pages[uri] * PAGE

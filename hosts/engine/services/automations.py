@@ -114,7 +114,10 @@ async def do_run_automation(
     the same run for a request asked again, or the one of it that has not ended."""
     automations = _automations(host)
     _offered(automations, caller, uri, "run")
+    earlier = {r["uri"] for r in automations.history.get(uri, [])}
     run = await automations.run_now(caller.principal, uri, request_id or str(uuid.uuid4()))
+    if run not in earlier:  # not a request asked again, nor a run not yet ended
+        await host.audit.record(caller.act("automation.ran", "automation", uri, run=run))
     return {"resource": run}
 
 

@@ -12,6 +12,7 @@ from typing import Any
 from ...protocol.errors import ErrorCode, ProtocolError
 from ...protocol.shapes import Origin
 from .. import access
+from ..audit_trail import Act
 from ..channel import Channel
 from ..connection import Connection
 from ..host import Host
@@ -26,6 +27,14 @@ class Caller:
     #: The dispatch's origin ({clientId, clientSeq}), where a client's action is said back.
     origin: Origin | None = None
     sender: Connection | None = None
+    #: Where the call came in (audit_trail.INTERFACES) and the peer's address, if known: what
+    #: the audit trail says of an act.
+    via: str = "socket"
+    address: str = ""
+
+    def act(self, act: str, target_kind: str, target_id: str, **detail: Any) -> Act:
+        """The audit trail's record of an act this caller makes."""
+        return Act(self.principal.ref, act, target_kind, target_id, self.via, self.address, detail)
 
     def may(self, needed: str) -> None:
         """-32009 unless the caller holds `needed` (anywhere it can be used)."""

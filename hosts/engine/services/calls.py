@@ -61,7 +61,13 @@ async def perform(host: Host, name: str, principal: Principal, **args: Any) -> A
         return await host.relay.call(holder, name, principal, args)
     if isinstance(uri, str):
         await host.sessions.wake_session(uri)
-    result = service.run(host, Caller(principal), **args)
+    # Where the call came in (the REST API, the admin, a task), for the audit trail: said by
+    # the engine client beside the service's own arguments, and taken off them here.
+    came = args.pop("came_from", None) or {}
+    caller = Caller(
+        principal, via=str(came.get("via", "system")), address=str(came.get("address", ""))
+    )
+    result = service.run(host, caller, **args)
     if inspect.isawaitable(result):
         result = await result
     # What it changed, written now: waiting for the write-behind to fall idle could wait for

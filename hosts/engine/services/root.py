@@ -9,5 +9,13 @@ from .caller import Caller
 
 
 async def do_change_root_config(host: Host, caller: Caller, action: dict[str, Any]) -> str | None:
-    """A client's root/configChanged, committed before it is said; why not, or None."""
-    return await host.change_root_config(action, origin=caller.origin, sender=caller.sender)
+    """A client's root/configChanged, committed before it is said; why not, or None. One that
+    moves a value is on the audit trail, naming the keys it moved."""
+    before = host.root_values_ahead()
+    reason = await host.change_root_config(action, origin=caller.origin, sender=caller.sender)
+    if reason is None:
+        after = host.root_values_ahead()
+        moved = sorted(k for k in {*before, *after} if before.get(k) != after.get(k))
+        if moved:
+            await host.audit.record(caller.act("rootConfig.changed", "root", "config", keys=moved))
+    return reason

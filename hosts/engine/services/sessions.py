@@ -139,6 +139,10 @@ async def do_dispose_session(host: Host, caller: Caller, uri: str) -> None:
     await host.changesets.clear(session.record.uri)
     host.annotations.close(session.record.uri)
     await host.sessions.dispose(session)
+    if session.record.owner != caller.principal.ref:
+        await host.audit.record(
+            caller.act("session.disposed", "session", uri, owner=session.record.owner)
+        )
     if host.automations is not None:
         await host.automations.runs.session_gone(session.record.uri)
     # The terminals it claimed go with it, each said as it goes.

@@ -89,11 +89,11 @@ async def do_cancel_session(host: Host, caller: Caller, uri: str) -> dict[str, A
     caller.may("chat:cancel")
     session = session_of(host, uri)
     caller.may_in(session, "chat:cancel")
-    stopped = [
-        turn_id
-        for chat in list(session.chats.values())
-        if (turn_id := await host.turns.stop_kept(chat)) is not None
-    ]
+    stopped = []
+    for chat in list(session.chats.values()):
+        if (turn_id := await host.turns.stop_kept(chat)) is not None:
+            stopped.append(turn_id)
+            await audit_cancel(host, caller, chat, turn_id)
     if not stopped:
         raise ProtocolError(ErrorCode.INVALID_PARAMS, f"No turn is running in {uri}")
     return {"cancelled": stopped}
@@ -108,9 +108,19 @@ async def do_turn_cancelled(
     running = runner is not None and runner.turn_id == action["turnId"] and not runner.ended
     if running:
         await host.turns.commit_ending(chat, action)
+        await audit_cancel(host, caller, chat, action["turnId"])
     caller.say(host, chat.channel, action)
     if running and chat.runner is runner:
         do_cancel_turn(host, caller, chat, said=True)
+
+
+async def audit_cancel(host: Host, caller: Caller, chat: LiveChat, turn_id: str) -> None:
+    """Someone else's turn stopped is on the audit trail (one's own is not)."""
+    owner = chat.session.record.owner
+    if owner != caller.principal.ref:
+        await host.audit.record(
+            caller.act("turn.cancelled", "turn", turn_id, chat=chat.record.uri, owner=owner)
+        )
 
 
 def do_confirm_tool_call(

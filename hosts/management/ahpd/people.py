@@ -10,7 +10,8 @@ from django.db import transaction
 
 from hosts.api.serializers import PersonSerializer
 from hosts.models import Membership, Role
-from hosts.store import set_host_roles, sync_admin_site
+from hosts.store import membership_change, set_host_roles
+from hosts.store.acts import of_command_line
 
 from .checks import valid
 from .teams import project_named, team_named
@@ -74,7 +75,8 @@ def user_add(options: dict[str, Any]) -> dict[str, Any]:
         Membership.objects.create(
             user=person, role=role, team=team, project=project, primary=index == 0
         )
-    sync_admin_site(person)  # an admin may sign in to the admin site, once given a password
+    # An admin may sign in to the admin site, once given a password; the roles are audited.
+    membership_change(person, [], by=of_command_line())
     return described(person)
 
 
@@ -91,7 +93,7 @@ def user_list(options: dict[str, Any]) -> list[dict[str, Any]]:
 def user_role(options: dict[str, Any]) -> dict[str, Any]:
     person = person_named(options["id"])
     roles = [role_named(name) for name in dict.fromkeys(options["roles"])]
-    set_host_roles(person, roles)
+    set_host_roles(person, roles, by=of_command_line())
     return described(person)
 
 

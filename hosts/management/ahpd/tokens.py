@@ -14,6 +14,7 @@ from hosts.edge import control
 from hosts.edge.addresses import public_base, with_token
 from hosts.models import Token
 from hosts.store import mint_token, revoke_token
+from hosts.store.acts import of_command_line
 
 from .checks import valid
 from .people import person_named
@@ -71,7 +72,7 @@ def mint_one(options: dict[str, Any]) -> Shown:
     if person.tokens.filter(name=name).exists():
         raise CommandError(taken)
     try:
-        minted = mint_token(person.username, name)
+        minted = mint_token(person.username, name, by=of_command_line())
     except IntegrityError:  # minted meanwhile by another
         raise CommandError(taken) from None
     url, note = _url(minted.secret)
@@ -112,5 +113,5 @@ def token_revoke(options: dict[str, Any]) -> dict[str, Any]:
     token = Token.objects.select_related("user").filter(user=person, name=options["name"]).first()
     if token is None:
         raise CommandError(f"{person.username} has no token named {options['name']!r}")
-    revoke_token(token)
+    revoke_token(token, by=of_command_line())
     return described(token)
