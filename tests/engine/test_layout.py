@@ -102,6 +102,8 @@ SHARED_OF_HOSTS = {
     "hosts.api.known_fields": "the REST kit: a body's unknown fields refused",
     "hosts.api.engine_calls": "the REST kit: a service run through the engine client",
     "hosts.admin_engine_calls": "the admin's services through the engine client",
+    "hosts.admin_csv": "the admin's CSV export",
+    "hosts.admin_dates": "the admin's dates in the admin user's zone",
     "hosts.edge.engine_client": "the engine client",
     "hosts.store.engine_database": "the executor of the engine's database calls",
     "hosts.store.directory": "the people directory: who a person is, what they hold",
