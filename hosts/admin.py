@@ -16,8 +16,9 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import quote
 from django.contrib.admin.views.main import ChangeList
-from django.db.models import QuerySet
+from django.db.models import QuerySet, TextField
 from django.db.models.fields.json import KT
+from django.db.models.functions import Cast
 from django.http import HttpRequest, HttpResponse
 from django.template import engines
 from django.urls import reverse
@@ -289,9 +290,10 @@ class StoredSessionAdmin(RunningNowAdmin, LiveSessionAdmin, ReadOnly, admin.Mode
 
 # -- turns: who sent each, when, for how long, at what cost ----------------------------------
 
-#: A turn's fields inside its stored JSON (the protocol's Turn), read by the database.
-STARTED = KT("data__startedAt")
-SENDER = KT("data__message___meta__ahpd.sender")
+#: A turn's fields inside its stored JSON (the protocol's Turn), read by the database as text
+#: (cast: compared bare, SQLite would read the value compared with as JSON).
+STARTED = Cast(KT("data__startedAt"), TextField())
+SENDER = Cast(KT("data__message___meta__ahpd.sender"), TextField())
 
 
 class TurnStarted(admin.SimpleListFilter):

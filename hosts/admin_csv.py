@@ -47,7 +47,7 @@ def _chunk(queryset: QuerySet[Any], after: Any, row: Callable[[Any], list[Any]])
     page = (
         list(queryset.filter(pk__gt=after)[:CHUNK]) if after is not None else list(queryset[:CHUNK])
     )
-    return [(obj.pk, row(obj)) for obj in page]
+    return [(obj.pk, [cell(value) for value in row(obj)]) for obj in page]
 
 
 def csv_response(
@@ -71,7 +71,7 @@ def csv_response(
             if not page:
                 return
             for _key, values in page:
-                yield writer.writerow([cell(value) for value in values])
+                yield writer.writerow(values)
             after = page[-1][0]
 
     response = StreamingHttpResponse(lines(), content_type="text/csv; charset=utf-8")

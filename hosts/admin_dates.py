@@ -1,6 +1,7 @@
-"""The admin's dates in the admin user's own time zone: their browser's, which the admin's
-base page (ahpsite/templates/admin/base_site.html) keeps in the `ahpd_tz` cookie; a zone this
-host cannot read, or none yet, leaves the server's (TIME_ZONE, UTC). Django shows every
+"""The admin's dates in the admin user's own time zone: their browser's, which every admin page
+(ahpsite/templates/admin/base_site.html) keeps in the `ahpd_tz` cookie, so that the pages after
+the first one (the sign-in page) are in it; a zone this host cannot read, or none yet, leaves
+the server's (TIME_ZONE, UTC). Django shows every
 date field in the zone activated here; the engine's times (epoch milliseconds and ISO strings
 in UTC) are shown through `local_ms` and `local_iso`."""
 
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
+from urllib.parse import unquote
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django.http import HttpRequest, HttpResponse
@@ -35,7 +37,7 @@ class BrowserTimeZone:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        zone = zone_named(request.COOKIES.get(COOKIE))
+        zone = zone_named(unquote(request.COOKIES.get(COOKIE, "")))
         if zone is None:
             timezone.deactivate()
         else:

@@ -1,8 +1,8 @@
 """The admin's person page, in ahpd's terms: who they are, the roles they hold (the
 memberships below), their tokens, their sessions and what they used. Django's groups and
-permission pickers mean nothing here and are not shown: what a person may do is their roles'
-grants, and admin-site rights follow the admin role (store.sync_admin_site), so neither staff
-nor superuser status is ticked by hand."""
+permission pickers mean nothing here and are not shown (nor is the Groups page): what a
+person may do is their roles' grants, and admin-site rights follow the admin role
+(store.sync_admin_site), so neither staff nor superuser status is ticked by hand."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from django.contrib import admin
 from django.contrib.admin.utils import quote
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
+from django.contrib.auth.models import Group
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.urls import reverse
@@ -67,6 +68,9 @@ def roles_of(person: Any) -> list[str]:
 
 if admin.site.is_registered(User):
     admin.site.unregister(User)
+# Groups are not how anyone is given anything here (roles are): not offered at all.
+if admin.site.is_registered(Group):
+    admin.site.unregister(Group)
 
 
 @admin.register(User)

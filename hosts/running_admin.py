@@ -31,6 +31,8 @@ from .engine.host_status import RunningNow, running_now
 
 #: How often the page reads its rows again.
 REFRESH_MS = 2000
+#: How much of what a turn said so far a row shows: its last characters.
+SAID_SHOWN = 300
 
 ROWS = """{% if error %}<p>{{ error }}</p>{% elif rows %}
 <table id="ahpd-running-now">
@@ -42,7 +44,7 @@ ROWS = """{% if error %}<p>{{ error }}</p>{% elif rows %}
     <td><a href="{{ r.url }}">{{ r.title }}</a></td><td>{{ r.owner }}</td><td>{{ r.sender }}</td>
     <td>{{ r.provider }}</td><td>{{ r.since }}</td><td class="ahpd-for">{{ r.running_for }}</td>
     <td class="ahpd-spend">{{ r.spend }}</td><td>{{ r.status }}</td>
-    <td class="ahpd-said">{{ r.said|truncatechars:300 }}</td>
+    <td class="ahpd-said">{{ r.said }}</td>
     <td><form method="post" action="{{ cancel }}">{% csrf_token %}
       <input type="hidden" name="session" value="{{ r.session }}">
       <button type="submit" class="button">Cancel</button></form></td></tr>{% endfor %}
@@ -104,6 +106,14 @@ def spend_so_far(reported: dict[str, Any], recorded: dict[str, Any] | None) -> s
     return "nothing reported yet"
 
 
+def said_lately(parts: list[str]) -> str:
+    """The end of what a turn said so far (its latest words change as it streams)."""
+    said = " ".join(parts)
+    if not said:
+        return "nothing yet"
+    return said if len(said) <= SAID_SHOWN else "…" + said[-SAID_SHOWN:]
+
+
 def rows_html(request: HttpRequest, cancel_url: str) -> str:
     context: dict[str, Any] = {"cancel": cancel_url, "rows": []}
     if not runtime.engine_started():
@@ -128,7 +138,7 @@ def rows_html(request: HttpRequest, cancel_url: str) -> str:
                     "running_for": running_for(now.turn.duration_s),
                     "spend": spend_so_far(now.turn.usage, recorded.get(now.turn.turn_id)),
                     "status": now.turn.status,
-                    "said": " ".join(now.turn.parts) or "nothing yet",
+                    "said": said_lately(now.turn.parts),
                 }
                 for now in running
             ]
