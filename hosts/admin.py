@@ -26,7 +26,6 @@ from django.utils import timezone
 from django.utils.functional import lazy
 from django.utils.html import format_html
 
-from . import person_admin as person_admin
 from .admin_dates import local_iso, local_ms
 from .admin_usage import spent, turns_usage
 from .api.people_views import ws_url
@@ -41,6 +40,9 @@ from .models import (
     Team,
     Token,
 )
+
+# The person admin registers itself as the user model's page (imported for that too).
+from .person_admin import User
 from .running_admin import RunningNowAdmin
 from .session_admin import LiveSessionAdmin
 from .store import mint_token, validate_grants
@@ -325,9 +327,7 @@ class TurnSender(admin.SimpleListFilter):
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
         people = [
             f"user:{name}"
-            for name in person_admin.User.objects.order_by("username").values_list(
-                "username", flat=True
-            )[:200]
+            for name in User.objects.order_by("username").values_list("username", flat=True)[:200]
         ]
         roots = sorted(
             set(
@@ -344,6 +344,14 @@ class TurnSender(admin.SimpleListFilter):
         return queryset.filter(sender=self.value())
 
 
+class TurnAgent(admin.AllValuesFieldListFilter):
+    """Turns by the agent their session runs (its provider)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.title = "agent"
+
+
 class TurnList(ChangeList):
     """The Turns list, each row told its usage (one query for the page's turns)."""
 
@@ -358,7 +366,7 @@ class TurnList(ChangeList):
 class StoredTurnAdmin(ReadOnly, admin.ModelAdmin):
     list_display = ("turn_id", "session", "sender", "started", "duration", "cost", "state")
     list_filter = (
-        ("chat__session__provider", admin.AllValuesFieldListFilter),
+        ("chat__session__provider", TurnAgent),
         TurnSender,
         TurnStarted,
     )
