@@ -227,6 +227,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # The admin's dates in the admin user's time zone (their browser's, kept in a cookie).
+    "hosts.admin_dates.BrowserTimeZone",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
@@ -246,11 +248,17 @@ AHPD_COMMAND_NOUNS = ["usage.cli.register", "audit.cli.register"]
 AHPD_AUDIT_RECORDER = "audit.trail.record_act"
 #: What reads a set of sessions' usage: an automation run's figures (automations/run_usage.py).
 AHPD_SESSIONS_USAGE = "usage.reading.used_by_sessions"
+#: What reads turns' usage: the admin's Turns list and running-now page (hosts/admin_usage.py).
+AHPD_TURNS_USAGE = "usage.reading.used_by_turns"
+#: What reads one pool's today, week and month: the admin's person page (hosts/admin_usage.py).
+AHPD_POOL_USAGE = "usage.reading.pool_json"
 
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [],
+        # The admin's own base page (ahpsite/templates/admin/base_site.html: the ahpd header,
+        # the browser's time zone) is found before django.contrib.admin's.
+        "DIRS": [BASE_DIR / "ahpsite" / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [

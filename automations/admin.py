@@ -2,11 +2,12 @@
 engine's services (calls.py) as the signed-in person, with their grants, so every client of
 the catalogue is told, exactly as from the socket or REST; a refusal is said on the page and
 nothing is kept. Runs are read-only, each with a link to its session's page and what its
-sessions used."""
+sessions used, and export as CSV (hosts/admin_csv.py)."""
 
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 from django import forms
@@ -17,6 +18,8 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
+from hosts.admin_csv import CsvExport
+from hosts.admin_dates import local_ms
 from hosts.admin_engine_calls import admin_does
 
 from .models import Automation, AutomationRun
@@ -154,10 +157,32 @@ class AutomationAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
 
 @admin.register(AutomationRun)
-class AutomationRunAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
-    list_display = ("uri", "automation", "origin_kind", "scheduled_for", "status", "session")
+class AutomationRunAdmin(CsvExport, admin.ModelAdmin):  # type: ignore[type-arg]
+    list_display = (
+        "uri",
+        "automation",
+        "origin_kind",
+        "created",
+        "scheduled_for",
+        "status",
+        "session",
+    )
     list_filter = ("status", "origin_kind")
     search_fields = ("uri", "automation__uri", "owner")
+    actions = ("export_csv",)
+    csv_fields = (
+        "uri",
+        "automation",
+        "owner",
+        "origin_kind",
+        "trigger_id",
+        "created",
+        "scheduled_for",
+        "catch_up",
+        "status",
+        "primary_session",
+        "sessions",
+    )
     fields = (
         "uri",
         "automation",
@@ -186,6 +211,16 @@ class AutomationRunAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     @admin.display(description="session")
     def session(self, run: AutomationRun) -> str:
         return _session_link(run.primary_session) if run.primary_session else "-"
+
+    @admin.display(description="created", ordering="created_ms")
+    def created(self, run: AutomationRun) -> str:
+        return local_ms(run.created_ms)
+
+    def csv_created(self, run: AutomationRun) -> datetime:
+        return datetime.fromtimestamp(run.created_ms / 1000, UTC)
+
+    def csv_sessions(self, run: AutomationRun) -> str:
+        return " ".join(run.sessions)
 
     @admin.display(description="sessions")
     def sessions_linked(self, run: AutomationRun) -> str:

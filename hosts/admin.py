@@ -1,28 +1,35 @@
-"""The admin: people (with their memberships and tokens), tokens (minted here, their secret
-shown once), teams, projects, roles, the sessions the engine keeps (read only) and root config.
+"""The admin: people (person_admin.py: their roles, memberships, tokens, sessions and usage),
+tokens (minted here, their secret shown once), teams, projects, roles, the sessions the engine
+keeps (read only, each with its live page, session_admin.py), what runs now across every
+session (running_admin.py), the turns, and root config. The site says ahpd, its "View site"
+is the API's documentation, and its dates are in the admin user's zone (admin_dates.py).
 """
 
 from __future__ import annotations
 
 import json
+from datetime import UTC, timedelta
 from typing import Any
 from urllib.parse import urlencode
 
 from django import forms
 from django.contrib import admin, messages
-from django.contrib.auth import get_user_model
-from django.contrib.auth.admin import UserAdmin
-from django.db.models import QuerySet
+from django.contrib.admin.utils import quote
+from django.contrib.admin.views.main import ChangeList
+from django.db.models import QuerySet, TextField
+from django.db.models.fields.json import KT
+from django.db.models.functions import Cast
 from django.http import HttpRequest, HttpResponse
 from django.template import engines
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.functional import lazy
 from django.utils.html import format_html
 
+from .admin_dates import local_iso, local_ms
+from .admin_usage import spent, turns_usage
 from .api.people_views import ws_url
-from .engine.clock import iso
 from .models import (
-    Membership,
     Project,
     Role,
     RootConfig,
@@ -32,18 +39,13 @@ from .models import (
     Team,
     Token,
 )
-from .session_admin import LiveSessionAdmin
-from .store import (
-    keep_role,
-    membership_change,
-    memberships_of,
-    mint_token,
-    revoke_token,
-    validate_grants,
-)
-from .store.acts import of_request
 
-User = get_user_model()
+# The person admin registers itself as the user model's page (imported for that too).
+from .person_admin import User
+from .running_admin import RunningNowAdmin
+from .session_admin import LiveSessionAdmin
+from .store import keep_role, mint_token, revoke_token, validate_grants
+from .store.acts import of_request
 
 
 def _sandbox_said() -> str:
@@ -57,63 +59,17 @@ def _sandbox_said() -> str:
 
 #: The index says where people's processes run, so an operator sees it where they work.
 admin.site.index_title = lazy(_sandbox_said, str)()
+admin.site.site_header = "ahpd"
+admin.site.site_title = "ahpd admin"
+#: "View site": the API's documentation (served to anyone), not the socket's address, which
+#: answers a browser 401.
+admin.site.site_url = "/api/docs/"
 
 
 @admin.register(RootConfig)
 class RootConfigAdmin(admin.ModelAdmin):
     list_display = ("key", "updated_at")
     readonly_fields = ("updated_at",)
-
-
-# -- people ----------------------------------------------------------------------------------
-
-
-class MembershipInline(admin.TabularInline):
-    model = Membership
-    extra = 0
-    fields = ("role", "team", "project", "primary")
-
-
-class TokenInline(admin.TabularInline):
-    """A person's tokens: revoked here, minted on the token admin (the secret is shown there)."""
-
-    model = Token
-    extra = 0
-    fields = ("name", "prefix", "created_at", "last_used_at", "revoked_at")
-    readonly_fields = ("name", "prefix", "created_at", "last_used_at")
-    show_change_link = True
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-
-if admin.site.is_registered(User):
-    admin.site.unregister(User)
-
-
-@admin.register(User)
-class PersonAdmin(UserAdmin):
-    """A person. Staff and superuser status are not ticked here: they follow the admin role,
-    held through the memberships below, as they do through the REST API and `ahpd`."""
-
-    inlines = (MembershipInline, TokenInline)
-    readonly_fields = ("mint_link", "is_staff", "is_superuser")
-
-    def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
-        fieldsets = super().get_fieldsets(request, obj)
-        if obj is None:
-            return fieldsets
-        return [*fieldsets, ("Tokens", {"fields": ("mint_link",)})]
-
-    def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
-        before = memberships_of(form.instance) if change else []
-        super().save_related(request, form, formsets, change)
-        membership_change(form.instance, before, by=of_request(request, "admin"))
-
-    @admin.display(description="new token")
-    def mint_link(self, obj: Any) -> str:
-        url = reverse("admin:hosts_token_add") + "?" + urlencode({"user": obj.pk})
-        return format_html('<a href="{}">Mint a token for {}</a>', url, obj.get_username())
 
 
 # -- tokens ----------------------------------------------------------------------------------
@@ -296,7 +252,7 @@ class StoredChatInline(ReadOnly, admin.TabularInline):
 
     @admin.display(description="created")
     def created(self, chat: StoredChat) -> str:
-        return iso(chat.created_ms)
+        return local_ms(chat.created_ms)
 
     @admin.display(description="turns")
     def turns(self, chat: StoredChat) -> str:
@@ -305,11 +261,12 @@ class StoredChatInline(ReadOnly, admin.TabularInline):
 
 
 @admin.register(StoredSession)
-class StoredSessionAdmin(LiveSessionAdmin, ReadOnly, admin.ModelAdmin):
+class StoredSessionAdmin(RunningNowAdmin, LiveSessionAdmin, ReadOnly, admin.ModelAdmin):
     list_display = ("uri", "title", "provider", "owner", "modified", "is_archived")
     list_filter = ("provider", "is_archived", "is_read")
     search_fields = ("uri", "title", "owner")
     inlines = (StoredChatInline,)
+    change_list_template = "admin/hosts/storedsession/change_list.html"
     fields = (
         "uri",
         "title",
@@ -330,20 +287,136 @@ class StoredSessionAdmin(LiveSessionAdmin, ReadOnly, admin.ModelAdmin):
 
     @admin.display(description="created", ordering="created_ms")
     def created(self, session: StoredSession) -> str:
-        return iso(session.created_ms)
+        return local_ms(session.created_ms)
 
     @admin.display(description="modified", ordering="modified_ms")
     def modified(self, session: StoredSession) -> str:
-        return iso(session.modified_ms)
+        return local_ms(session.modified_ms)
+
+
+# -- turns: who sent each, when, for how long, at what cost ----------------------------------
+
+#: A turn's fields inside its stored JSON (the protocol's Turn), read by the database as text
+#: (cast: compared bare, SQLite would read the value compared with as JSON).
+STARTED = Cast(KT("data__startedAt"), TextField())
+SENDER = Cast(KT("data__message___meta__ahpd.sender"), TextField())
+
+
+class TurnStarted(admin.SimpleListFilter):
+    """Turns by the day they started, in the admin user's zone."""
+
+    title = "started"
+    parameter_name = "started"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("today", "Today"), ("7d", "Past 7 days"), ("30d", "Past 30 days")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        days = {"today": 0, "7d": 6, "30d": 29}.get(self.value() or "")
+        if days is None:
+            return queryset
+        first = timezone.localtime().replace(hour=0, minute=0, second=0, microsecond=0)
+        first -= timedelta(days=days)
+        # startedAt is UTC ISO 8601 with a Z: as text, it sorts as the times do.
+        since = first.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+        return queryset.filter(started__gte=since)
+
+
+class TurnSender(admin.SimpleListFilter):
+    """Turns by who sent them: each person, and the deployment's token."""
+
+    title = "sent by"
+    parameter_name = "sender"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        people = [
+            f"user:{name}"
+            for name in User.objects.order_by("username").values_list("username", flat=True)[:200]
+        ]
+        roots = sorted(
+            set(
+                StoredSession.objects.filter(owner__startswith="root:").values_list(
+                    "owner", flat=True
+                )
+            )
+        )
+        return [(ref, ref) for ref in [*roots, *people]]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        if not self.value():
+            return queryset
+        return queryset.filter(sender=self.value())
+
+
+class TurnAgent(admin.AllValuesFieldListFilter):
+    """Turns by the agent their session runs (its provider)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.title = "agent"
+
+
+class TurnList(ChangeList):
+    """The Turns list, each row told its usage (one query for the page's turns)."""
+
+    def get_results(self, request: HttpRequest) -> None:
+        super().get_results(request)
+        used = turns_usage(turn.turn_id for turn in self.result_list)
+        for turn in self.result_list:
+            turn.used = used.get(turn.turn_id)  # type: ignore[attr-defined]
 
 
 @admin.register(StoredTurn)
 class StoredTurnAdmin(ReadOnly, admin.ModelAdmin):
-    list_display = ("chat", "position", "turn_id", "state")
-    list_select_related = ("chat",)
-    search_fields = ("turn_id", "chat__uri")
-    fields = ("chat", "position", "turn_id", "turn")
-    readonly_fields = ("turn",)
+    list_display = ("turn_id", "session", "sender", "started", "duration", "cost", "state")
+    list_filter = (
+        ("chat__session__provider", TurnAgent),
+        TurnSender,
+        TurnStarted,
+    )
+    list_select_related = ("chat", "chat__session")
+    search_fields = ("turn_id", "chat__uri", "chat__session__uri")
+    fields = ("chat", "session", "position", "turn_id", "sender", "started", "duration", "turn")
+    readonly_fields = ("session", "sender", "started", "duration", "turn")
+
+    def get_ordering(self, request: HttpRequest) -> tuple[str, ...]:
+        return ("-started", "-pk")
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        # Annotated before the ordering is applied: the list is ordered by when turns started.
+        turns = StoredTurn.objects.annotate(started=STARTED, sender=SENDER)
+        return turns.order_by(*self.get_ordering(request))
+
+    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
+        return TurnList
+
+    @admin.display(description="session", ordering="chat__session")
+    def session(self, turn: StoredTurn) -> str:
+        session = turn.chat.session
+        url = reverse("admin:hosts_storedsession_change", args=[quote(session.pk)])
+        return format_html('<a href="{}">{}</a>', url, session.title or session.pk)
+
+    @admin.display(description="sent by", ordering="sender")
+    def sender(self, turn: StoredTurn) -> str:
+        return getattr(turn, "sender", None) or "-"
+
+    @admin.display(description="started", ordering="started")
+    def started(self, turn: StoredTurn) -> str:
+        return local_iso(getattr(turn, "started", None))
+
+    @admin.display(description="duration")
+    def duration(self, turn: StoredTurn) -> str:
+        ms = turn.data.get("duration") if isinstance(turn.data, dict) else None
+        if not isinstance(ms, int | float) or isinstance(ms, bool):
+            return "-"
+        return f"{ms / 1000:.1f} s"
+
+    @admin.display(description="cost")
+    def cost(self, turn: StoredTurn) -> str:
+        used = getattr(turn, "used", None)
+        if used is None and not hasattr(turn, "used"):
+            used = turns_usage([turn.turn_id]).get(turn.turn_id)
+        return spent(used)
 
     @admin.display(description="state")
     def state(self, turn: StoredTurn) -> str:

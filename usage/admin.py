@@ -1,6 +1,6 @@
 """The admin: records (read only, filtered by person, team, project, agent, model and date),
 each pool's days with a chart of its last 30, and the policy rows, checked as the scheme
-checks them."""
+checks them. Records and days export as CSV (hosts/admin_csv.py)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.utils.safestring import mark_safe
 
+from hosts.admin_csv import CsvExport
 from hosts.store.acts import of_request, record
 
 from .chart import last_30_days
@@ -34,7 +35,7 @@ class ReadOnly(admin.ModelAdmin):  # type: ignore[type-arg]
 
 
 @admin.register(UsageRecord)
-class UsageRecordAdmin(ReadOnly):
+class UsageRecordAdmin(CsvExport, ReadOnly):
     list_display = (
         "at",
         "user_pool",
@@ -49,15 +50,48 @@ class UsageRecordAdmin(ReadOnly):
     list_filter = ("user_pool", "team_pool", "project_pool", "agent", "model", "day")
     date_hierarchy = "at"
     search_fields = ("session", "turn", "user_pool")
+    actions = ("export_csv",)
+    csv_fields = (
+        "at",
+        "day",
+        "user_pool",
+        "team_pool",
+        "project_pool",
+        "session",
+        "chat",
+        "turn",
+        "agent",
+        "model",
+        "input_tokens",
+        "output_tokens",
+        "cache_read_tokens",
+        "cache_write_tokens",
+        "cost_usd",
+        "cost_from",
+        "duration_ms",
+    )
 
 
 @admin.register(UsageDay)
-class UsageDayAdmin(ReadOnly):
+class UsageDayAdmin(CsvExport, ReadOnly):
     """Each pool's days; with a pool chosen, a chart of its last 30 days above them."""
 
     list_display = ("pool", "day", "records", "input_tokens", "output_tokens", "cost_usd")
     list_filter = ("pool",)
     date_hierarchy = "day"
+    change_list_template = "admin/usage/usageday/change_list.html"
+    actions = ("export_csv",)
+    csv_fields = (
+        "pool",
+        "day",
+        "records",
+        "input_tokens",
+        "output_tokens",
+        "cache_read_tokens",
+        "cache_write_tokens",
+        "cost_usd",
+        "unpriced",
+    )
 
     def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> HttpResponse:
         pool = request.GET.get("pool__exact") or request.GET.get("pool")

@@ -253,3 +253,25 @@ def used_by_sessions(
                 for figure in ("records", "unpriced", "cost_usd", *summed):
                     into[figure] = (into.get(figure) or 0) + (row[figure] or 0)
     return {key: total_json(figures) for key, figures in sums.items()}
+
+
+def used_by_turns(turns: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """Each turn's totals (total_json's figures) over its usage records, by turn id, in one
+    query; a turn with no record yet is left out. The admin's Turns list and its running-now
+    page read it (AHPD_TURNS_USAGE): a turn's record is written as it ends, or as each usage
+    report arrives with AHPD_USAGE_PER=report."""
+    turns = [turn for turn in turns if turn]
+    if not turns:
+        return {}
+    summed = [figure for figure in FIGURES if figure != "records"]
+    rows = (
+        UsageRecord.objects.filter(turn__in=turns)
+        .values("turn")
+        .annotate(
+            records=Count("id"),
+            unpriced=Count("id", filter=Q(cost_usd__isnull=True)),
+            cost_usd=Sum("cost_usd"),
+            **{figure: Sum(figure) for figure in summed},
+        )
+    )
+    return {row["turn"]: total_json(row) for row in rows}

@@ -103,6 +103,21 @@ class RunningTurn:
     message: str
     #: What the turn said so far, a line per response part.
     parts: list[str]
+    #: The turn's usage so far as its reports said it (the protocol's UsageInfo), {} for none.
+    usage: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class RunningNow:
+    """A turn running now in some session, as the admin's running-now page shows it."""
+
+    session: str
+    title: str
+    #: Whose session it is (`user:<id>`, `root:<host>`), "" for nobody named.
+    owner: str
+    #: The agent it runs.
+    provider: str
+    turn: RunningTurn
 
 
 def running_turns(host: Host, session: str) -> list[RunningTurn]:
@@ -137,6 +152,24 @@ def every_running_turn(host: Host) -> list[dict[str, Any]]:
     return found
 
 
+def running_now(host: Host) -> list[RunningNow]:
+    """Every turn running now across every session, longest running first. Call on the
+    engine's loop."""
+    found = [
+        RunningNow(
+            session=uri,
+            title=str(live.channel.state.get("title") or ""),
+            owner=live.record.owner or "",
+            provider=live.record.provider,
+            turn=_running(chat),
+        )
+        for uri, live in host.sessions.sessions.items()
+        for chat in live.chats.values()
+        if chat.busy
+    ]
+    return sorted(found, key=lambda now: (-now.turn.duration_s, now.session, now.turn.chat))
+
+
 def _running(chat: LiveChat) -> RunningTurn:
     runner = chat.runner
     assert runner is not None
@@ -154,6 +187,7 @@ def _running(chat: LiveChat) -> RunningTurn:
         duration_s=runner.duration() / 1000,
         message=str((active.get("message") or {}).get("text", "")),
         parts=[_part_line(part) for part in active.get("responseParts", [])],
+        usage=dict(active.get("usage") or {}),
     )
 
 

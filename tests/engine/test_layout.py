@@ -104,6 +104,8 @@ SHARED_OF_HOSTS = {
     "hosts.api.errors": "the REST kit: errors in the API's words",
     "hosts.api.engine_calls": "the REST kit: a service run through the engine client",
     "hosts.admin_engine_calls": "the admin's services through the engine client",
+    "hosts.admin_csv": "the admin's CSV export",
+    "hosts.admin_dates": "the admin's dates in the admin user's zone",
     "hosts.edge.engine_client": "the engine client",
     "hosts.store.engine_database": "the executor of the engine's database calls",
     "hosts.store.directory": "the people directory: who a person is, what they hold",
