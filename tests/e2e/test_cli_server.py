@@ -173,14 +173,38 @@ def test_bad_input_is_one_line_naming_what_was_wrong(cli):
     assert usage.returncode == 2 and "invalid choice: 'frobnicate'" in usage.stderr
 
 
+def test_usage_of_no_one_is_said_to_be_no_ones(cli):
+    # A mistyped name is no row of zeros.
+    assert one_line_refusal(ahpd(cli, "usage", "user:nobody")) == (
+        "ahpd: no person 'nobody', and nothing charged to user:nobody"
+    )
+    assert one_line_refusal(ahpd(cli, "usage", "team:nope")).startswith("ahpd: no team 'nope'")
+    answer(cli, "team", "add", "ops")
+    answer(cli, "project", "add", "site", "--team", "ops")
+    refused = one_line_refusal(ahpd(cli, "usage", "project:core:site"))
+    assert refused.startswith("ahpd: no project 'site' in team 'core'")
+    # Someone who is there and has used nothing yet: their row, of zeros.
+    answer(cli, "user", "add", "quiet")
+    for pool in ("user:quiet", "team:ops", "project:ops:site"):
+        shown = answer(cli, "usage", pool)
+        assert shown["pool"] == pool and shown["month"]["records"] == 0
+
+
 def test_a_command_finds_no_database_where_no_server_ran_and_leaves_none():
     with tempfile.TemporaryDirectory(prefix="ahpd-cli-") as folder:
         data = Path(folder) / "data"
         env = shell(Path(folder) / "none.env", AHPD_DATA_DIR=str(data))
         refused = one_line_refusal(ahpd(env, "user", "add", "ana", "--role", "admin"))
         assert refused.startswith(f"ahpd: no database at {data.resolve()}/ahpd.sqlite3")
-        assert not list(data.glob("ahpd.sqlite3*"))
+        # Nothing made for it is left: no database, no secret key, no data directory.
+        assert not data.exists()
         assert one_line_refusal(ahpd(env, "status")).startswith("ahpd: the server is not running")
+        assert not data.exists()
+        # A data directory that was there stays, as it was.
+        data.mkdir()
+        (data / "notes").write_text("mine")
+        one_line_refusal(ahpd(env, "usage"))
+        assert [p.name for p in data.iterdir()] == ["notes"]
 
 
 @pytest.mark.skipif(not os.environ.get("DATABASE_URL"), reason="PostgreSQL configuration")
