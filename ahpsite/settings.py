@@ -414,8 +414,9 @@ LOGGING = {
     "disable_existing_loggers": False,
     "formatters": {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
+        # Its `time` is ISO 8601 with the zone's offset (ahpsite/log_format.py).
         "json": {
-            "()": "pythonjsonlogger.json.JsonFormatter",
+            "()": "ahpsite.log_format.JsonLines",
             "fmt": "%(asctime)s %(levelname)s %(name)s %(message)s",
             "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger"},
         },
