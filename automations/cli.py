@@ -18,7 +18,7 @@ from django.core.management.base import CommandError
 
 from hosts.engine.clock import iso
 from hosts.management.ahpd.server import call
-from hosts.management.ahpd.verbs import Shown, noun, verb
+from hosts.management.ahpd.verbs import Run, Shown, noun, verb
 
 from .api import PREFIX, AutomationSerializer
 from .models import Automation, AutomationRun
@@ -52,7 +52,7 @@ def register(nouns: Any) -> None:
 
 
 def automation_named(automation_id: str) -> Automation:
-    row = Automation.objects.filter(uri=PREFIX + automation_id).first()
+    row: Automation | None = Automation.objects.filter(uri=PREFIX + automation_id).first()
     if row is None:
         raise CommandError(f"no automation {automation_id!r}")
     return row
@@ -122,7 +122,9 @@ def run_now(options: dict[str, Any]) -> Shown:
     return Shown(data, [f"{answer['resource']} started ({row.uri})"])
 
 
-def _switch(enabled: bool) -> Any:
+def _switch(enabled: bool) -> Run:
+    """`enable` or `disable`: the definition's `enabled` patched by the server's engine."""
+
     def switch(options: dict[str, Any]) -> Shown:
         automation_named(options["id"])
         call("PATCH", _path(options["id"]), {"enabled": enabled})
