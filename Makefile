@@ -24,10 +24,9 @@ migrate: install
 	$(PY) manage.py migrate --verbosity 0
 	$(PY) manage.py collectstatic --noinput --verbosity 0
 
+# The steps to the first admin person, said while there is none.
 run: migrate
-	@echo "ahpd: add the first admin person: $(PY) manage.py ahpd user add <id> --role admin"
-	@echo "ahpd: give them a password for the admin site (/admin/): $(PY) manage.py changepassword <id>"
-	@echo "ahpd: and a token to connect with: $(PY) manage.py ahpd user token <id>"
+	@$(PY) manage.py first_admin
 	$(PY) manage.py serve
 
 test: migrate

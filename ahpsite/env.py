@@ -175,15 +175,21 @@ def env_bool(name: str, default: bool = False) -> bool:
 
 def env_dir(name: str, default: Path) -> Path:
     """A directory, created if missing; refused if it exists and is not a directory."""
+    return env_dir_made(name, default)[0]
+
+
+def env_dir_made(name: str, default: Path) -> tuple[Path, bool]:
+    """env_dir's directory, and whether it was made here (it was not there before)."""
     raw = _raw(name)
     path = Path(raw).expanduser() if raw else default
     if path.exists() and not path.is_dir():
         raise EnvError(f"{name} must name a directory, and {str(path)!r} is not one")
+    made = not path.exists()
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise EnvError(f"{name}: cannot create {str(path)!r}: {exc.strerror}") from None
-    return path.resolve()
+    return path.resolve(), made
 
 
 def env_dirs(name: str, default: Path) -> list[Path]:

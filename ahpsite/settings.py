@@ -24,7 +24,7 @@ from .env import (
     create_private,
     env_bool,
     env_choice,
-    env_dir,
+    env_dir_made,
     env_dirs,
     env_existing_paths,
     env_float,
@@ -47,7 +47,9 @@ AHPD_PORT = env_int("AHPD_PORT", 9187, minimum=0, maximum=65535)
 #: The URL clients reach this server by, when it is not the one it listens on (a container's
 #: port mapping, a proxy): printed at start and in every minted token's URL.
 AHPD_PUBLIC_URL = env_url("AHPD_PUBLIC_URL", ("ws", "wss"))
-AHPD_DATA_DIR = env_dir("AHPD_DATA_DIR", BASE_DIR / "var")
+#: AHPD_DATA_DIR_MADE: whether this process made it: a management command refused before any
+#: server kept anything there removes what it made (hosts/management/ahpd/checks.py).
+AHPD_DATA_DIR, AHPD_DATA_DIR_MADE = env_dir_made("AHPD_DATA_DIR", BASE_DIR / "var")
 #: The embedded database, beside the tokens and keys the data directory keeps.
 SQLITE_NAME = "ahpd.sqlite3"
 #: What the server keeps in its data directory: made 0600 at every start, the directory 0700.
@@ -173,11 +175,13 @@ AHPD_WIRE = env_str("AHPD_WIRE")
 # -- Django ----------------------------------------------------------------------------------
 
 
-def _secret_key() -> str:
+def _secret_key() -> tuple[str, bool]:
+    """The key, and whether this process made the data directory's `secret-key` file."""
     given = env_str("DJANGO_SECRET_KEY")
     if given:
-        return given
+        return given, False
     path = AHPD_DATA_DIR / "secret-key"
+    made = False
     if not path.exists():
         # Written whole under another name, then linked into place: of several processes
         # starting at once (web, worker, beat), one key wins and none reads half of one.
@@ -186,14 +190,16 @@ def _secret_key() -> str:
             file.write(secrets.token_urlsafe(50))
         try:
             os.link(spare, path)
+            made = True
         except FileExistsError:
             pass
         finally:
             os.unlink(spare)
-    return path.read_text().strip()
+    return path.read_text().strip(), made
 
 
-SECRET_KEY = _secret_key()
+#: SECRET_KEY_MADE: whether this process made its file (as AHPD_DATA_DIR_MADE).
+SECRET_KEY, SECRET_KEY_MADE = _secret_key()
 DEBUG = env_bool("AHPD_DEBUG", False)
 ALLOWED_HOSTS = sorted(
     {"127.0.0.1", "localhost", "[::1]", AHPD_HOST}
@@ -242,8 +248,9 @@ ASGI_APPLICATION = "ahpsite.asgi.application"
 # variable sets them.
 #: What makes the process's engine with its Django adapters (hosts/edge/runtime.py runs it).
 AHPD_ENGINE_BUILDER = "ahpsite.engine.build_engine"
-#: The `ahpd` command's nouns from the other apps, each a register(nouns) function.
-AHPD_COMMAND_NOUNS = ["usage.cli.register", "audit.cli.register"]
+#: The `ahpd` command's nouns from the other apps (usage and policy; audit; automation), each a
+#: register(nouns) function.
+AHPD_COMMAND_NOUNS = ["usage.cli.register", "audit.cli.register", "automations.cli.register"]
 #: What keeps an audit record, for hosts and usage (hosts/store/acts.py): the audit app's.
 AHPD_AUDIT_RECORDER = "audit.trail.record_act"
 #: What reads a set of sessions' usage: an automation run's figures (automations/run_usage.py).
@@ -420,8 +427,9 @@ LOGGING = {
     "disable_existing_loggers": False,
     "formatters": {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
+        # Its `time` is ISO 8601 with the zone's offset (ahpsite/log_format.py).
         "json": {
-            "()": "pythonjsonlogger.json.JsonFormatter",
+            "()": "ahpsite.log_format.JsonLines",
             "fmt": "%(asctime)s %(levelname)s %(name)s %(message)s",
             "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger"},
         },

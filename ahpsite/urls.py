@@ -18,7 +18,7 @@ from automations import urls as automations_urls
 from hosts.api import urls as hosts_api_urls
 from hosts.api.health import healthz
 from hosts.api.metrics import metrics
-from hosts.edge.plain_http import websocket_door
+from hosts.edge.plain_http import favicon, websocket_door
 from usage import urls as usage_urls
 
 api_urlpatterns: list[URLPattern | URLResolver] = [
@@ -34,6 +34,7 @@ api_urlpatterns: list[URLPattern | URLResolver] = [
 urlpatterns = [
     path("", websocket_door, name="websocket-door"),
     path("healthz", healthz, name="healthz"),
+    path("favicon.ico", favicon, name="favicon"),
     path("metrics", metrics, name="metrics"),
     path("admin/", admin.site.urls),
     # The browsable API's own sign-in and sign-out (the admin site's takes only staff); its

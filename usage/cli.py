@@ -59,9 +59,13 @@ def _line(pool: dict[str, Any]) -> str:
 def usage_show(options: dict[str, Any]) -> Shown:
     if options.get("pool"):
         try:
-            pool = reading.pool_json(reading.check_pool(options["pool"]))
+            named = reading.check_pool(options["pool"])
         except reading.BadQuery as exc:
             raise CommandError(str(exc)) from None
+        # A name mistyped is said so, not shown as a row of zeros.
+        if (unknown := reading.unknown_pool(named)) is not None:
+            raise CommandError(unknown)
+        pool = reading.pool_json(named)
         return Shown(pool, [_line(pool)])
     pools = [reading.pool_json(p) for p in reading.readable_by_operator()]
     return Shown(pools, [_line(p) for p in pools] or ["no usage recorded yet"])

@@ -13,11 +13,12 @@ from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db.models import Count, Q, QuerySet, Sum
 from django.utils import timezone
 
 from hosts.engine.principal import Principal
-from hosts.store.project_teams import teams_of_projects
+from hosts.store.project_teams import team_known, teams_of_projects
 
 from .models import UsageDay, UsageRecord
 from .periods import Periods, zone_of
@@ -72,6 +73,24 @@ def check_pool(pool: str) -> str:
     if not ok:
         raise BadQuery(f"not a pool: {pool!r} (user:<id>, team:<t> or project:<t>:<p>)")
     return pool
+
+
+def unknown_pool(pool: str) -> str | None:
+    """Why a pool (one check_pool took) is no one's: a person, team or project that is not
+    there and was never charged; None where it is, or was charged once (a person removed
+    since keeps the usage they made)."""
+    if UsageDay.objects.filter(pool=pool).exists():
+        return None
+    kind, _, name = pool.partition(":")
+    if kind == "user" and not get_user_model().objects.filter(username=name).exists():
+        return f"no person {name!r}, and nothing charged to {pool}"
+    if kind == "team" and not team_known(name):
+        return f"no team {name!r}, and nothing charged to {pool}"
+    if kind == "project":
+        team, _, project = name.partition(":")
+        if teams_of_projects([project]).get(project) != team:
+            return f"no project {project!r} in team {team!r}, and nothing charged to {pool}"
+    return None
 
 
 def day_of(value: str | None, default: date, name: str) -> date:

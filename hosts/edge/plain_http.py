@@ -1,11 +1,17 @@
-"""Plain HTTP on the WebSocket's path: 426 for a request whose token would be admitted, 401
-otherwise."""
+"""Plain HTTP at the site's root: on the WebSocket's path, 426 for a request whose token would
+be admitted, 401 otherwise; and /favicon.ico, which a browser asks for on every admin and API
+page (answered, not a 404 logged as a warning each time)."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from django.http import HttpRequest, HttpResponse
 
 from . import connection_token
+
+#: ahpd's icon, a prompt: also a static file (/static/ahpd/favicon.ico).
+ICON = (Path(__file__).resolve().parents[1] / "static" / "ahpd" / "favicon.ico").read_bytes()
 
 
 def websocket_door(request: HttpRequest) -> HttpResponse:
@@ -27,4 +33,10 @@ def websocket_door(request: HttpRequest) -> HttpResponse:
         )
         response["WWW-Authenticate"] = connection_token.challenge(token)
     response["Access-Control-Allow-Origin"] = "*"
+    return response
+
+
+def favicon(request: HttpRequest) -> HttpResponse:
+    response = HttpResponse(ICON, content_type="image/x-icon")
+    response["Cache-Control"] = "public, max-age=86400"
     return response

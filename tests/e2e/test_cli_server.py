@@ -20,10 +20,12 @@ import pytest
 
 from tests.e2e.test_sessions import ended
 from tests.support.agents import server_with_local_agent
-from tests.support.server import REPO, ServerProcess, _drop_database, _fresh_database
+from tests.support.server import REPO, TOKEN, ServerProcess, _drop_database, _fresh_database
 
 #: What the shell running the commands leaves out: it sets none of the server's settings.
 UNSET = ("AHPD_", "DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE", "PYTEST")
+#: What a shell with no env file of a server's is given of its settings: where its data is.
+KEPT = ("AHPD_DATA_DIR", "DATABASE_URL")
 
 
 def shell(env_file: Path, **extra: str) -> dict[str, str]:
@@ -108,6 +110,86 @@ async def test_a_person_and_token_made_in_another_shell_connect_to_the_running_s
     assert [t["name"] for t in answer(cli, "token", "list", "ana")] == ["default", "default-2"]
 
 
+async def test_the_server_says_its_token_is_roots_and_how_vs_code_and_a_person_connect(
+    server, connect
+):
+    def said(start: str) -> str:
+        assert server.wait_output(lambda line: line.startswith(start)), server.log_text()
+        return next(line for line in server.output if line.startswith(start))
+
+    assert "token is root's" in said("ahpd: that token") and "full power" in said("ahpd: that")
+    vscode = said("ahpd: VS Code, signed in as root: ").split(": ", 2)[2]
+    # Pasted into VS Code's settings as it is: Stable needs remote agent hosts turned on.
+    assert json.loads("{" + vscode + "}") == {
+        "chat.remoteAgentHostsEnabled": True,
+        "chat.remoteAgentHosts": [
+            {"address": f"127.0.0.1:{server.port}", "name": "ahpd", "connectionToken": TOKEN}
+        ],
+    }
+    client = await connect(server.base, token=TOKEN)
+    assert (await client.initialize())["_meta"]["ahpd.principal"] == server.root_ref
+    # The command shown for a person's own token is one that runs, as shown, from the checkout.
+    mint = said("ahpd: a person's own token instead, with their grants alone: ")
+    command = mint.split(": ", 1)[1].split(": ", 1)[1].split()
+    assert command[1:] == ["manage.py", "ahpd", "user", "token", "<id>"]
+    env = shell(server.env_file)
+    answer(env, "user", "add", "pasted")
+    done = subprocess.run(
+        [*command[:-1], "pasted", "--json"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["id"] == "pasted"
+
+
+def test_make_run_says_how_to_add_the_first_admin_only_while_there_is_none():
+    process = ServerProcess()  # its data and database alone; no server is started
+    try:
+        env = shell(process.env_file, **{k: v for k, v in process.env().items() if k in KEPT})
+        subprocess.run(
+            [sys.executable, "manage.py", "migrate", "-v0"], cwd=REPO, env=env, check=True
+        )
+
+        def first_admin() -> list[str]:
+            done = subprocess.run(
+                [sys.executable, "manage.py", "first_admin"],
+                cwd=REPO,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            assert done.returncode == 0 and done.stderr == "", done.stderr
+            return done.stdout.splitlines()
+
+        steps = first_admin()
+        assert steps[0].startswith("ahpd: add the first admin person: ")
+        assert steps[0].endswith(" manage.py ahpd user add <id> --role admin")
+        assert [line.split(":")[1] for line in steps[1:]] == [
+            " give them a password for the admin site (/admin/)",
+            " and a token of their own to connect with",
+        ]
+        # A member, or an admin within one team only, is no admin of the host.
+        answer(env, "user", "add", "max", "--role", "member")
+        answer(env, "team", "add", "core")
+        answer(env, "user", "add", "tia", "--role", "admin", "--team", "core")
+        assert first_admin() == steps
+        answer(env, "user", "add", "ana", "--role", "admin")
+        assert first_admin() == []
+    finally:
+        process.close()
+    makefile = (REPO / "Makefile").read_text()
+    recipe = makefile.split("\nrun: migrate\n", 1)[1].split("\n\n", 1)[0]
+    assert recipe.splitlines() == [
+        "\t@$(PY) manage.py first_admin",
+        "\t$(PY) manage.py serve",
+    ]
+
+
 def test_status_is_the_running_servers_own(server, cli):
     status = answer(cli, "status")
     assert status["url"] == server.base
@@ -173,14 +255,38 @@ def test_bad_input_is_one_line_naming_what_was_wrong(cli):
     assert usage.returncode == 2 and "invalid choice: 'frobnicate'" in usage.stderr
 
 
+def test_usage_of_no_one_is_said_to_be_no_ones(cli):
+    # A mistyped name is no row of zeros.
+    assert one_line_refusal(ahpd(cli, "usage", "user:nobody")) == (
+        "ahpd: no person 'nobody', and nothing charged to user:nobody"
+    )
+    assert one_line_refusal(ahpd(cli, "usage", "team:nope")).startswith("ahpd: no team 'nope'")
+    answer(cli, "team", "add", "ops")
+    answer(cli, "project", "add", "site", "--team", "ops")
+    refused = one_line_refusal(ahpd(cli, "usage", "project:core:site"))
+    assert refused.startswith("ahpd: no project 'site' in team 'core'")
+    # Someone who is there and has used nothing yet: their row, of zeros.
+    answer(cli, "user", "add", "quiet")
+    for pool in ("user:quiet", "team:ops", "project:ops:site"):
+        shown = answer(cli, "usage", pool)
+        assert shown["pool"] == pool and shown["month"]["records"] == 0
+
+
 def test_a_command_finds_no_database_where_no_server_ran_and_leaves_none():
     with tempfile.TemporaryDirectory(prefix="ahpd-cli-") as folder:
         data = Path(folder) / "data"
         env = shell(Path(folder) / "none.env", AHPD_DATA_DIR=str(data))
         refused = one_line_refusal(ahpd(env, "user", "add", "ana", "--role", "admin"))
         assert refused.startswith(f"ahpd: no database at {data.resolve()}/ahpd.sqlite3")
-        assert not list(data.glob("ahpd.sqlite3*"))
+        # Nothing made for it is left: no database, no secret key, no data directory.
+        assert not data.exists()
         assert one_line_refusal(ahpd(env, "status")).startswith("ahpd: the server is not running")
+        assert not data.exists()
+        # A data directory that was there stays, as it was.
+        data.mkdir()
+        (data / "notes").write_text("mine")
+        one_line_refusal(ahpd(env, "usage"))
+        assert [p.name for p in data.iterdir()] == ["notes"]
 
 
 @pytest.mark.skipif(not os.environ.get("DATABASE_URL"), reason="PostgreSQL configuration")

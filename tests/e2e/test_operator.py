@@ -13,6 +13,7 @@ import tempfile
 import urllib.error
 import urllib.request
 import uuid
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -213,6 +214,10 @@ async def test_connections_and_turns_are_logged_one_json_object_a_line(server, c
     records = log_records(server)
     assert records, "no JSON log line"
     assert all({"time", "level", "logger", "message"} <= set(r) for r in records)
+    # ISO 8601 with its zone: a shipper elsewhere reads the one instant each line was written.
+    for record in records:
+        when = datetime.fromisoformat(record["time"])
+        assert "T" in record["time"] and when.utcoffset() is not None, record["time"]
     turn_lines = [r for r in records if r["logger"] == "ahpd.turns" and r.get("turn") == turn_id]
     assert [r.get("ending") for r in turn_lines] == [None, "complete"]
     assert turn_lines[0]["sender"].startswith("root:")

@@ -77,6 +77,18 @@ def test_a_missing_static_file_is_404(server):
     assert get(http(server) + "/static/admin/css/no-such.css")[0] == 404
 
 
+def test_the_favicon_every_admin_page_asks_for_is_served_and_logs_no_warning(server):
+    status, kind, body = get(http(server) + "/favicon.ico")
+    assert (status, kind) == (200, "image/x-icon")
+    assert body[:4] == b"\x00\x00\x01\x00" and b"PNG" in body  # an icon, holding a PNG
+    assert get(http(server) + "/static/ahpd/favicon.ico")[2] == body
+    # A page that is not there is logged as a warning, after the favicon's request: once its
+    # line is read, the favicon's would have been.
+    assert get(http(server) + "/no-such-page-asked-after-the-icon")[0] == 404
+    assert server.wait_output(lambda line: "/no-such-page-asked-after-the-icon" in line)
+    assert not [line for line in server.output if "/favicon.ico" in line]
+
+
 @pytest.mark.parametrize("page", ["/api/docs/", "/api/redoc/"])
 def test_the_api_pages_render_with_their_assets_from_this_host(server, page):
     status, kind, body = get(http(server) + page)

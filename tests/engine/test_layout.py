@@ -113,6 +113,7 @@ SHARED_OF_HOSTS = {
     "hosts.store.acts": "the audit trail: who asked, from where, and the record kept",
     "hosts.backends.config": "the agents file (its prices)",
     "hosts.management.ahpd.verbs": "the `ahpd` command's parsers and output",
+    "hosts.management.ahpd.server": "the `ahpd` command's way to the running server",
 }
 #: What an app may import of the root: the settings' typed readers, which import no app.
 SHARED_OF_ROOT = ("ahpsite.env",)

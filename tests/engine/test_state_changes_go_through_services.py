@@ -35,6 +35,7 @@ DJANGO_SIDE = [
     REPO / "automations" / "api.py",
     REPO / "automations" / "admin.py",
     REPO / "automations" / "tasks.py",
+    REPO / "automations" / "cli.py",
     *sorted((REPO / "usage").glob("*.py")),
     # `serve` is where the engine starts, not a caller of it.
     *sorted(

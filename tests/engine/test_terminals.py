@@ -50,6 +50,9 @@ def test_the_command_line_is_read_back_off_what_the_line_editor_drew():
     assert command_line("echo hi\r\n\x1b[?2004l\r") == "echo hi"
     assert command_line("ech\b \bho x\r\n") == "echo x"
     assert command_line("\x1b[32mls\x1b[0m -l\x1b[2D\x1b[K-a\r\n") == "ls -a"
+    # What zsh's line editor draws around a line: keypad modes, bracketed paste, a charset.
+    assert command_line("\x1b[?2004l\x1b=(exit 3)\x1b>\x1b(B\r\n") == "(exit 3)"
+    assert command_line("\x1b[>4;1m\x1b[ qls\r\n") == "ls"
 
 
 def test_osc_7_names_a_folder_without_its_host():

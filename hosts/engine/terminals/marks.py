@@ -105,9 +105,12 @@ def cwd_uri(value: str) -> str | None:
 # -- the command line, read back off what the line editor drew ------------------------------
 
 _ESCAPE = re.compile(
-    r"\x1b\[(?P<csi>[0-9;?]*)(?P<final>[@-~])"  # CSI: cursor moves, erases, colours
+    # CSI: cursor moves, erases, colours, modes (ECMA-48: parameter, intermediate, final bytes)
+    r"\x1b\[(?P<csi>[0-?]*)[ -/]*(?P<final>[@-~])"
     r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)"  # OSC: a title, a hyperlink
-    r"|\x1b[@-_]"  # any other two-byte escape
+    # Any other escape, its intermediate bytes and its final one: zsh's keypad modes (ESC =,
+    # ESC >), a character set chosen (ESC ( B).
+    r"|\x1b[ -/]*[0-~]"
 )
 
 

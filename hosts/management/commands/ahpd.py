@@ -12,12 +12,15 @@
     ahpd usage [<pool>]                  the pools charged, or one's day, week and month
     ahpd policy list | show <id> | set <id> <json> | rm <id>
                                          (usage/cli.py's, named by AHPD_COMMAND_NOUNS)
+    ahpd automation list | show <id> | run <id> | enable <id> | disable <id>
+                                         (automations/cli.py's: run, enable and disable
+                                         ask the running server)
 
 `--json` anywhere on the line prints JSON a script can rely on; `-h` after any noun or verb
 says what it takes. The commands read the server's own settings (the environment, else the
-env file `serve` wrote), so they act on its database and print its real URL; `status` and
-`sessions` ask the running server itself (hosts/management/ahpd/server.py). Every refusal is
-one line, `ahpd: ...`.
+env file `serve` wrote), so they act on its database and print its real URL; `status`,
+`sessions` and what changes an automation ask the running server itself
+(hosts/management/ahpd/server.py). Every refusal is one line, `ahpd: ...`.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils.module_loading import import_string
 
 from hosts.management.ahpd import people, server_status, teams, tokens
-from hosts.management.ahpd.checks import database_ready
+from hosts.management.ahpd.checks import database_ready, leave_nothing_behind
 from hosts.management.ahpd.verbs import JSON_HELP, Shown, rows
 from hosts.store import ensure_builtin_roles
 
@@ -53,6 +56,15 @@ class Command(BaseCommand):
         # names them: hosts imports nothing of the apps beside it.
         for register in settings.AHPD_COMMAND_NOUNS:
             import_string(register)(nouns)
+
+    def run_from_argv(self, argv: list[str]) -> None:
+        try:
+            super().run_from_argv(argv)
+        except BaseException:
+            # Refused (a CommandError said in one line, a usage error) or asked for --help:
+            # what reading the settings made for it is not left behind.
+            leave_nothing_behind()
+            raise
 
     def execute(self, *args: Any, **options: Any) -> Any:
         try:

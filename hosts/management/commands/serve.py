@@ -38,6 +38,7 @@ class Command(BaseCommand):
         from hosts.edge.daphne_server import build_server, reactor_loop
         from hosts.edge.preflight import listen_refusal, preflight
         from hosts.edge.runtime import configured_agents, sandbox_settings
+        from hosts.management.ahpd.first_run import signing_in_lines
 
         # What the server writes from here on is its own alone; its agents keep the caller's.
         set_child_umask(os.umask(0o077))
@@ -113,10 +114,8 @@ class Command(BaseCommand):
             # Where it listens and its control token, for the commands of its deployment.
             control.publish(bound_host, bound_port, base)
             self.stdout.write(f"ahpd: serving AHP on {with_token(base, token)}")
-            self.stdout.write(
-                f'ahpd: VS Code: "chat.remoteAgentHosts": [{{"address": "{vscode_address(base)}", '
-                f'"name": "ahpd"' + (f', "connectionToken": "{token}"' if token else "") + "}]"
-            )
+            for line in signing_in_lines(vscode_address(base), token):
+                self.stdout.write(line)
             self.stdout.write(f"ahpd: data in {settings.AHPD_DATA_DIR}")
             if capture is not None:
                 self.stdout.write(f"ahpd: every frame is written to {capture.path} (the wire)")

@@ -11,18 +11,24 @@ if [[ -z ${__ahpd_marks-} ]]; then
     __ahpd_precmd() {
         local st=$?
         print -n "\e]133;D;${st}\a\e]7;file://${HOST}${PWD}\a"
-        # A prompt a theme rebuilds at every prompt loses its marks: they are put back.
+        return $st
+    }
+
+    # A prompt a theme rebuilds at every prompt (in a precmd hook of its own, which may run
+    # after ours) loses its marks: they are put back, last, each time.
+    __ahpd_mark_prompt() {
         if [[ $PS1 != *'133;B'* ]]; then
             PS1=$'%{\e]133;A\a%}'"${PS1}"$'%{\e]133;B\a%}'
         fi
-        return $st
     }
 
     __ahpd_preexec() {
         print -n "\e]133;C\a"
     }
 
-    # Ours first, so it reads the command's status before another hook changes it.
-    precmd_functions=(__ahpd_precmd $precmd_functions)
-    preexec_functions+=(__ahpd_preexec)
+    # Ours first, so it reads the command's status before another hook changes it, and the
+    # prompt's marks last, after every hook that builds the prompt. The command runs from the
+    # first preexec hook on: what another prints is its output, not the command line.
+    precmd_functions=(__ahpd_precmd $precmd_functions __ahpd_mark_prompt)
+    preexec_functions=(__ahpd_preexec $preexec_functions)
 fi
