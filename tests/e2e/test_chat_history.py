@@ -380,6 +380,37 @@ async def test_a_chat_moves_into_another_session_of_the_same_agent(
     assert rows[target] == [target_default, chat] and rows[source] == [source_default]
 
 
+async def test_an_archived_session_holds_no_movable_chat_and_none_moves_into_it(
+    server, connect, workdir, moves_on
+):
+    client = await connect(server.url)
+    await client.initialize()
+    session, _ = await new_session(client, workdir)
+    chat = await side_chat_with_a_turn(client, session)
+    target, target_default = await new_session(client, workdir)
+    await run_turn(client, target_default, "make it real")
+    await client.wait_for(lambda: client.tracked[chat][0].get("movable") is True)
+    await client.dispatch_and_wait(
+        target, {"type": "session/isArchivedChanged", "isArchived": True}
+    )
+    with pytest.raises(RpcError) as refused:
+        await move(client, chat, kind="session", session=target)
+    assert refused.value.data == {"reason": "sessionArchived"}
+    await client.dispatch_and_wait(
+        session, {"type": "session/isArchivedChanged", "isArchived": True}
+    )
+    await client.wait_for(lambda: client.tracked[chat][0].get("movable") is False)
+    # A reorder within the session is refused for none of this, as the reference's is not.
+    assert await move(client, chat, kind="session", session=session) == {"session": session}
+    assert catalogue(client, session)[0] == chat
+    await client.dispatch_and_wait(
+        session, {"type": "session/isArchivedChanged", "isArchived": False}
+    )
+    await client.wait_for(lambda: client.tracked[chat][0].get("movable") is True)
+    await client.assert_conforms(session)
+    await client.assert_conforms(chat)
+
+
 async def test_move_refusals_name_their_reason_and_change_nothing(
     server, connect, workdir, moves_on
 ):
