@@ -469,7 +469,7 @@ class Sessions:
         self.save_session(destination)
         self.save_chat(chat)
         await self.writes.flush()
-        await close_chat(chat, cancel=False)
+        await _let_backend_go(chat)
         state = chat.state()
         summary = {
             key: state[key]
@@ -518,7 +518,7 @@ class Sessions:
         self.save_session(session)
         self.save_chat(chat)
         await self.writes.flush()
-        await close_chat(chat, cancel=False)
+        await _let_backend_go(chat)
         source.say({"type": "session/chatRemoved", "chat": chat.record.uri})
         self.touch(source)
         self.catalogue.put(uri, record.modified_ms)
@@ -570,6 +570,14 @@ class Sessions:
             await self.store.save_turn(chat, position, turn)
 
         self.writes.later(f"turn:{chat}:{turn['id']}", write)
+
+
+async def _let_backend_go(chat: LiveChat) -> None:
+    """A moved chat's backend was opened for the session it left: let it go, so the chat's
+    next turn opens it again under the one it is in. A turn that started while the move was
+    being kept runs on where it was opened."""
+    if chat.runner is None and chat.task is None:
+        await close_chat(chat, cancel=False)
 
 
 def _chat_modified(chat: ChatRecord, session: SessionRecord) -> int:
