@@ -86,6 +86,7 @@ class Host:
         self.client_requests = ClientRequests(self.fanout, self.clients)
         self.root_principal = principal_root(settings.host_name)
         self.sessions = Sessions(self.fanout, self.writes, store, agents or {})
+        self.sessions.moves_enabled = lambda: bool(self.root_value(root_config.CHAT_MOVES))
         self.permissions.whose = self._whose
         for agent in self.sessions.agents.values():
             if hasattr(agent, "on_info_changed"):
@@ -406,6 +407,8 @@ class Host:
             # Reduced again on the root as it is now: other root actions (agents, terminals,
             # counts) may have been said since this push was taken.
             self.fanout.emit(self.root, action, origin=origin, sender=sender)
+            # chatMoves.enabled turned on or off says every chat's movable again.
+            self.sessions.say_movable_all()
             # clientQueueBytes is read before every frame to every client: a push applies to
             # the very next one.
             self.fanout.queue_limit = self.client_queue_bytes()

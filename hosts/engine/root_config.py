@@ -11,6 +11,8 @@ MIB = 1024 * 1024
 CLIENT_QUEUE_BYTES = "clientQueueBytes"
 REPLAY_BYTES = "replayBytes"
 DEFAULT_SHELL = "defaultShell"
+#: VS Code's key: whether chats may be moved (moveChat), off until a window turns it on.
+CHAT_MOVES = "chatMoves.enabled"
 
 #: The least a byte bound may be pushed down to; 0 means no bound at all.
 BYTE_BOUND_FLOOR = MIB
@@ -47,6 +49,12 @@ def schema(*, client_queue_bytes: int, replay_bytes: int) -> dict[str, Any]:
                     "that is not there: the server's login shell ($SHELL, else /bin/sh)."
                 ),
                 "default": "",
+            },
+            CHAT_MOVES: {
+                "type": "boolean",
+                "title": "Move chats",
+                "description": "Whether a chat may be moved within its session or to another.",
+                "default": False,
             },
         },
     }
@@ -88,6 +96,8 @@ def check_push(config: Mapping[str, Any]) -> str | None:
             return problem
     if DEFAULT_SHELL in config and not isinstance(config[DEFAULT_SHELL], str | None):
         return f"{DEFAULT_SHELL} must be a path"
+    if CHAT_MOVES in config and not isinstance(config[CHAT_MOVES], bool | None):
+        return f"{CHAT_MOVES} must be true or false"
     return None
 
 

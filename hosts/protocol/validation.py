@@ -184,6 +184,22 @@ def chat_source(value: Any) -> dict[str, Any] | None:
     return value
 
 
+def move_destination(value: Any) -> tuple[str | None, str | None]:
+    """A moveChat's destination: (the session named, the anchor after which to place the chat)
+    for a session destination, (None, None) for a new session."""
+    if not isinstance(value, dict) or value.get("kind") not in ("session", "newSession"):
+        raise invalid_params("moveChat: destination must be a session or a newSession")
+    if value["kind"] == "newSession":
+        return None, None
+    session = value.get("session")
+    if not isinstance(session, str) or not session:
+        raise invalid_params("moveChat: destination.session must be a session URI")
+    after = value.get("after")
+    if after is not None and not isinstance(after, str):
+        raise invalid_params("moveChat: destination.after must be a chat URI")
+    return session, after
+
+
 def completion_request(params: Mapping[str, Any]) -> tuple[str, int]:
     """A completions request's text and the offset in it that is being completed."""
     text = params.get("text")

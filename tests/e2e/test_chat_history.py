@@ -272,3 +272,273 @@ async def test_session_config_completions_refusals(server, connect, params, code
         await client.request("sessionConfigCompletions", {"channel": ROOT, **params})
     assert refused.value.code == code
     assert words in refused.value.message
+
+
+# -- moving chats ----------------------------------------------------------------------------
+
+
+async def set_moves(client: Client, enabled: bool) -> None:
+    echo = await client.dispatch_and_wait(
+        ROOT, {"type": "root/configChanged", "config": {"chatMoves.enabled": enabled}}
+    )
+    assert "rejectionReason" not in echo
+
+
+async def side_chat_with_a_turn(client: Client, session: str) -> str:
+    """A chat beside the default one, with one finished turn."""
+    chat = f"ahp-chat:/{uuid.uuid4()}"
+    await client.request("createChat", {"channel": session, "chat": chat})
+    await client.request("subscribe", {"channel": chat})
+    await run_turn(client, chat, "hello")
+    return chat
+
+
+async def move(client: Client, chat: str, **destination: object) -> dict:
+    result: dict = await client.request("moveChat", {"channel": chat, "destination": destination})
+    return result
+
+
+def catalogue(client: Client, session: str) -> list[str]:
+    return [row["resource"] for row in client.tracked[session][0]["chats"]]
+
+
+async def test_moves_are_refused_disabled_until_root_config_turns_them_on(server, connect, workdir):
+    client = await connect(server.url)
+    await client.initialize()
+    session, default = await new_session(client, workdir)
+    chat = await side_chat_with_a_turn(client, session)
+    with pytest.raises(RpcError) as refused:
+        await move(client, chat, kind="session", session=session)
+    assert refused.value.code == -32602
+    assert refused.value.message == "Moving chats is not enabled."
+    assert refused.value.data == {"reason": "disabled"}
+    assert catalogue(client, session) == [default, chat]
+    assert not client.tracked[chat][0].get("movable")
+
+
+@pytest.fixture
+async def moves_on(server, connect):
+    admin = await connect(server.url)
+    await admin.initialize()
+    await set_moves(admin, True)
+    yield
+    await set_moves(admin, False)
+
+
+async def test_a_chat_moves_first_or_after_an_anchor_within_its_session(
+    server, connect, workdir, moves_on
+):
+    client = await connect(server.url)
+    await client.initialize()
+    session, default = await new_session(client, workdir)
+    first = await side_chat_with_a_turn(client, session)
+    second = await side_chat_with_a_turn(client, session)
+    # A chat that has had a turn and runs none is said movable; the default chat never is.
+    await client.wait_for(lambda: client.tracked[second][0].get("movable"))
+    rows = {row["resource"]: row for row in client.tracked[session][0]["chats"]}
+    assert rows[first].get("movable") is True and not rows[default].get("movable")
+
+    assert await move(client, second, kind="session", session=session) == {"session": session}
+    reordered = await client.wait_action(
+        lambda e: e["channel"] == session and e["action"]["type"] == "session/chatsReordered"
+    )
+    assert reordered["action"]["chats"] == [second, default, first]
+    assert catalogue(client, session) == [second, default, first]
+
+    await move(client, second, kind="session", session=session, after=first)
+    await client.settle()
+    assert catalogue(client, session) == [default, first, second]
+    await client.assert_conforms(session)
+    await client.assert_conforms(second)
+
+
+async def test_a_chat_moves_into_another_session_of_the_same_agent(
+    server, connect, workdir, moves_on
+):
+    client = await connect(server.url)
+    await client.initialize()
+    source, source_default = await new_session(client, workdir)
+    chat = await side_chat_with_a_turn(client, source)
+    await run_turn(client, source_default, "make it real")
+    target, target_default = await new_session(client, workdir)
+    await run_turn(client, target_default, "make it real too")
+    turns = client.tracked[chat][0]["turns"]
+
+    assert await move(client, chat, kind="session", session=target, after=target_default) == {
+        "session": target
+    }
+    await client.settle()
+    assert catalogue(client, source) == [source_default]
+    assert catalogue(client, target) == [target_default, chat]
+    # The chat keeps its URI and its turns, and its next turn runs under the destination.
+    assert client.tracked[chat][0]["turns"] == turns
+    await run_turn(client, chat, "after the move")
+    for uri in (source, target, chat):
+        await client.assert_conforms(uri)
+    listed = (await client.request("listSessions", {"channel": ROOT}))["items"]
+    rows = {s["resource"]: [c["resource"] for c in s["chats"]] for s in listed}
+    assert rows[target] == [target_default, chat] and rows[source] == [source_default]
+
+
+async def test_an_archived_session_holds_no_movable_chat_and_none_moves_into_it(
+    server, connect, workdir, moves_on
+):
+    client = await connect(server.url)
+    await client.initialize()
+    session, _ = await new_session(client, workdir)
+    chat = await side_chat_with_a_turn(client, session)
+    target, target_default = await new_session(client, workdir)
+    await run_turn(client, target_default, "make it real")
+    await client.wait_for(lambda: client.tracked[chat][0].get("movable") is True)
+    await client.dispatch_and_wait(
+        target, {"type": "session/isArchivedChanged", "isArchived": True}
+    )
+    with pytest.raises(RpcError) as refused:
+        await move(client, chat, kind="session", session=target)
+    assert refused.value.data == {"reason": "sessionArchived"}
+    await client.dispatch_and_wait(
+        session, {"type": "session/isArchivedChanged", "isArchived": True}
+    )
+    await client.wait_for(lambda: client.tracked[chat][0].get("movable") is False)
+    # A reorder within the session is refused for none of this, as the reference's is not.
+    assert await move(client, chat, kind="session", session=session) == {"session": session}
+    assert catalogue(client, session)[0] == chat
+    await client.dispatch_and_wait(
+        session, {"type": "session/isArchivedChanged", "isArchived": False}
+    )
+    await client.wait_for(lambda: client.tracked[chat][0].get("movable") is True)
+    await client.assert_conforms(session)
+    await client.assert_conforms(chat)
+
+
+async def test_move_refusals_name_their_reason_and_change_nothing(
+    server, connect, workdir, moves_on
+):
+    client = await connect(server.url)
+    await client.initialize()
+    session, default = await new_session(client, workdir)
+    chat = await side_chat_with_a_turn(client, session)
+    fresh = f"ahp-chat:/{uuid.uuid4()}"
+    await client.request("createChat", {"channel": session, "chat": fresh})
+    other, _ = await new_session(client, workdir, provider="other")
+    cases = [
+        (default, {"kind": "session", "session": session}, "notMovable"),
+        (fresh, {"kind": "session", "session": session}, "notStarted"),
+        (chat, {"kind": "session", "session": f"ahp-session:/{uuid.uuid4()}"}, None),
+        (chat, {"kind": "session", "session": session, "after": chat}, "invalidAnchor"),
+        (chat, {"kind": "session", "session": session, "after": "ahp-chat:/x"}, "invalidAnchor"),
+        (chat, {"kind": "session", "session": other}, "differentProvider"),
+    ]
+    before = catalogue(client, session)
+    for source, destination, reason in cases:
+        with pytest.raises(RpcError) as refused:
+            await client.request("moveChat", {"channel": source, "destination": destination})
+        assert refused.value.code == -32602, (source, destination)
+        expected = reason or "destinationNotFound"
+        assert refused.value.data == {"reason": expected}, refused.value.message
+    for destination in (
+        "x",
+        {"kind": "elsewhere"},
+        {"kind": "session"},
+        {"kind": "session", "session": session, "after": 3},
+    ):
+        with pytest.raises(RpcError) as refused:
+            await client.request("moveChat", {"channel": chat, "destination": destination})
+        assert refused.value.code == -32602 and "moveChat: destination" in refused.value.message
+    await client.settle()
+    assert catalogue(client, session) == before
+    assert not [
+        e
+        for e in client.actions
+        if e["action"]["type"] == "session/chatsReordered" and e["channel"] in (session, other)
+    ]
+
+
+async def test_turning_moves_off_says_every_chat_not_movable(server, connect, workdir):
+    admin = await connect(server.url)
+    await admin.initialize()
+    session, _ = await new_session(admin, workdir)
+    chat = await side_chat_with_a_turn(admin, session)
+    await set_moves(admin, True)
+    await admin.wait_for(lambda: admin.tracked[chat][0].get("movable") is True)
+    await set_moves(admin, False)
+    await admin.wait_for(lambda: admin.tracked[chat][0].get("movable") is False)
+    row = next(r for r in admin.tracked[session][0]["chats"] if r["resource"] == chat)
+    assert row["movable"] is False
+    await admin.assert_conforms(chat)
+    await admin.assert_conforms(session)
+
+
+async def test_a_chat_moves_into_a_new_session_of_its_own_as_its_default_chat(
+    server, connect, workdir, moves_on
+):
+    client = await connect(server.url)
+    await client.initialize()
+    source, source_default = await new_session(client, workdir)
+    await run_turn(client, source_default, "make it real")
+    chat = await side_chat_with_a_turn(client, source)
+    await client.wait_for(lambda: client.tracked[chat][0].get("movable"))
+
+    made = (await move(client, chat, kind="newSession"))["session"]
+    assert made != source
+    added = await client.wait_for(
+        lambda: next(
+            (
+                p
+                for m, p in client.notifications
+                if m == "root/sessionAdded" and p["summary"]["resource"] == made
+            ),
+            None,
+        )
+    )
+    assert added["summary"]["provider"] == "local"
+    state = (await client.request("subscribe", {"channel": made}))["snapshot"]["state"]
+    assert state["defaultChat"] == chat
+    assert [row["resource"] for row in state["chats"]] == [chat]
+    assert state["workingDirectories"] == [workdir.as_uri()]
+    # The default chat of its session now: never movable.
+    await client.wait_for(lambda: client.tracked[chat][0].get("movable") is False)
+    await client.settle()
+    assert catalogue(client, source) == [source_default]
+    await run_turn(client, chat, "in its own session")
+    for uri in (source, made, chat):
+        await client.assert_conforms(uri)
+
+
+async def test_a_moved_chat_is_where_the_move_left_it_after_a_restart(server, connect, workdir):
+    client = await connect(server.url)
+    await client.initialize()
+    await set_moves(client, True)
+    source, source_default = await new_session(client, workdir)
+    await run_turn(client, source_default, "make it real")
+    first = await side_chat_with_a_turn(client, source)
+    second = await side_chat_with_a_turn(client, source)
+    target, target_default = await new_session(client, workdir)
+    await run_turn(client, target_default, "make it real too")
+    await client.wait_for(lambda: client.tracked[second][0].get("movable"))
+    await move(client, second, kind="session", session=source)
+    await move(client, first, kind="session", session=target, after=target_default)
+    await client.close()
+    server.restart()
+    again = await connect(server.url)
+    await again.initialize()
+    try:
+        for uri, chats in ((source, [second, source_default]), (target, [target_default, first])):
+            state = (await again.request("subscribe", {"channel": uri}))["snapshot"]["state"]
+            assert [row["resource"] for row in state["chats"]] == chats
+            # Moves are still on: a chat read back is said movable as it was.
+            rows = {row["resource"]: row for row in state["chats"]}
+            assert rows[chats[0] if uri == source else chats[1]].get("movable") is True
+        moved = (await again.request("subscribe", {"channel": first}))["snapshot"]["state"]
+        assert [t["message"]["text"] for t in moved["turns"]] == ["hello"]
+        # A chat not watched since the restart is not read back yet: its row alone is told.
+        await set_moves(again, False)
+
+        def row_of_second() -> dict:
+            rows = again.tracked[source][0]["chats"]
+            return next(row for row in rows if row["resource"] == second)
+
+        await again.wait_for(lambda: row_of_second().get("movable") is False)
+        await again.assert_conforms(source)
+    finally:
+        await set_moves(again, False)

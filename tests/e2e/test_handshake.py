@@ -157,7 +157,7 @@ async def test_a_literal_channel_command_on_another_channel_says_which_is_right(
     assert "ahp-root://" in refused.value.message
 
 
-@pytest.mark.parametrize("method", ["moveChat", "noSuchMethod"])
+@pytest.mark.parametrize("method", ["noSuchMethod", "noSuchMethodEither"])
 async def test_a_method_not_served_is_method_not_found_never_an_empty_success(
     server, connect, method
 ):

@@ -47,6 +47,7 @@ async def test_a_replace_push_is_kept_whole(server, connect):
             "clientQueueBytes": 16 * 1024 * 1024,
             "replayBytes": 32 * 1024 * 1024,
             "defaultShell": "",
+            "chatMoves.enabled": False,
         }
     finally:
         await again.close()

@@ -323,3 +323,42 @@ async def test_a_terminal_a_session_claims_is_that_sessions(server, connect, tok
     echo = await tom.dispatch_and_wait(terminal, {"type": "terminal/input", "data": "id\n"})
     assert echo["rejectionReason"].startswith("user:tom may not others:work here")
     await ana.request("disposeTerminal", {"channel": terminal})
+
+
+async def test_a_member_may_not_move_a_colleagues_chat_nor_move_one_into_their_session(
+    server, connect, tokens, sessions, workdir
+):
+    olga = sessions["owners"][0]
+    (alpha, _), _, _ = sessions["sessions"]
+    side = f"ahp-chat:/{uuid.uuid4()}"
+    await olga.request("createChat", {"channel": alpha, "chat": side})
+    await olga.request("subscribe", {"channel": side})
+    await run_turn(olga, side, "a chat of olga's")
+    ana = await signed_in(server, connect, tokens["ana"])
+    mia = await signed_in(server, connect, tokens["mia"])
+    mine, _ = await made(mia, workdir)
+    my_side = f"ahp-chat:/{uuid.uuid4()}"
+    await mia.request("createChat", {"channel": mine, "chat": my_side})
+    await mia.request("subscribe", {"channel": my_side})
+    await run_turn(mia, my_side, "a chat of mia's")
+    moves = {"type": "root/configChanged", "config": {"chatMoves.enabled": True}}
+    assert "rejectionReason" not in await ana.dispatch_and_wait(ROOT, moves)
+    try:
+        for chat, destination in (
+            (side, alpha),  # reorder olga's session
+            (side, mine),  # take olga's chat away into mia's session
+            (my_side, alpha),  # put mia's chat into olga's session
+        ):
+            with pytest.raises(RpcError) as refused:
+                await mia.request(
+                    "moveChat",
+                    {"channel": chat, "destination": {"kind": "session", "session": destination}},
+                )
+            assert refused.value.code == -32009, (chat, destination)
+            assert refused.value.message.startswith("user:mia may not others:work here")
+        chats = (await olga.request("subscribe", {"channel": alpha}))["snapshot"]["state"]["chats"]
+        assert side in [row["resource"] for row in chats]
+        assert my_side not in [row["resource"] for row in chats]
+    finally:
+        moves["config"] = {"chatMoves.enabled": False}
+        assert "rejectionReason" not in await ana.dispatch_and_wait(ROOT, moves)

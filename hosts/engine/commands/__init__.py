@@ -55,6 +55,7 @@ COMMANDS: dict[str, Command] = {
     "fetchTurns": Command(chats.fetch_turns, "chat:turns"),
     "createChat": Command(chats.create_chat, FRESH),
     "disposeChat": Command(chats.dispose_chat, FRESH),
+    "moveChat": Command(chats.move_chat, FRESH),
     "completions": Command(chats.completions, "chat:send"),
     **{method: Command(handler, grant) for method, (handler, grant) in resources.SERVED.items()},
     "invokeChangesetOperation": Command(changesets.invoke_changeset_operation, "session:changes"),

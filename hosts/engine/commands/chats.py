@@ -13,6 +13,7 @@ from ..connection import Connection
 from ..host import Host
 from ..services import do_create_chat, do_dispose_chat, do_fetch_turns
 from ..services.caller import chat_of
+from ..services.chat_moves import do_move_chat
 from ..sessions import LiveChat
 from ..sessions.records import file_path
 from .common import caller_of, on_channel
@@ -47,6 +48,13 @@ async def fetch_turns(host: Host, conn: Connection, params: dict[str, Any]) -> d
     uri = required_str(params, "fetchTurns", "channel")
     do_fetch_turns(host, caller_of(conn), uri, params.get("cursor"))
     return {}
+
+
+async def move_chat(host: Host, conn: Connection, params: dict[str, Any]) -> dict[str, Any]:
+    uri = required_str(params, "moveChat", "channel")
+    await host.sessions.wake(uri)
+    session = await do_move_chat(host, caller_of(conn), uri, params.get("destination"))
+    return {"session": session}
 
 
 async def completions(host: Host, conn: Connection, params: dict[str, Any]) -> dict[str, Any]:

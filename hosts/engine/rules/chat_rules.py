@@ -145,6 +145,7 @@ CHAT_RULES = (
             "chat/turnComplete",
             "chat/error",
             "chat/turnsLoaded",
+            "chat/movableChanged",
         )
     ),
 )

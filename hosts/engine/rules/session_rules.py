@@ -29,6 +29,7 @@ SESSION_RULES = (
     ActionRule("session/chatAdded", said_by_host=True),
     ActionRule("session/chatRemoved", said_by_host=True),
     ActionRule("session/chatUpdated", said_by_host=True),
+    ActionRule("session/chatsReordered", said_by_host=True),
     ActionRule("session/inputNeededSet", said_by_host=True),
     ActionRule("session/inputNeededRemoved", said_by_host=True),
     ActionRule("session/titleChanged", grant="session:rename", effect=_title, said_by_host=True),

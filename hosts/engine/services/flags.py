@@ -30,6 +30,8 @@ def do_set_flag(
     setattr(target.record, FLAGS[key], bool(action[key]))
     if isinstance(target, LiveSession):
         host.sessions.touch(target)
+        # An archived session's chats are not movable; one brought back, again.
+        host.sessions.say_movable_all(target)
     else:
         host.sessions.save_chat(target)
         host.sessions.chat_row_moved(target)

@@ -56,6 +56,8 @@ class Sessions:
         #: A session's changeset catalogue (changesets/), and who hears its turns start and end.
         self.catalogue_of: Callable[[SessionRecord], list[dict[str, Any]] | None] = lambda r: None
         self.on_activity: Callable[[], None] = lambda: None
+        #: Root config's chatMoves.enabled, read when a chat's movable is said.
+        self.moves_enabled: Callable[[], bool] = lambda: False
 
     # -- lookups --------------------------------------------------------------------------
 
@@ -125,7 +127,12 @@ class Sessions:
         for chat in list(session.record.chats) if session is not None else ():
             await self.wake(chat)
 
-    def _open(self, record: SessionRecord, chats: list[ChatRecord]) -> LiveSession:
+    def _open(
+        self,
+        record: SessionRecord,
+        chats: list[ChatRecord],
+        rows: list[dict[str, Any]] | None = None,
+    ) -> LiveSession:
         agent = self.agents.get(record.provider)
         state: dict[str, Any] = {
             "provider": record.provider,
@@ -133,7 +140,7 @@ class Sessions:
             "status": status_bits(1, is_read=record.is_read, is_archived=record.is_archived),
             "lifecycle": "ready" if record.announced else "creating",
             "activeClients": [],
-            "chats": [chat_summary(c, _chat_modified(c, record)) for c in chats],
+            "chats": rows if rows is not None else [self._seed_row(c, record) for c in chats],
             "defaultChat": record.default_chat,
             "workingDirectories": list(record.working_directories),
             **({"changesets": found} if (found := self.catalogue_of(record)) else {}),
@@ -159,8 +166,27 @@ class Sessions:
 
     def _open_chat(self, record: ChatRecord, session: LiveSession) -> None:
         modified = _chat_modified(record, session.record)
-        channel = self.fanout.open(Channel(record.uri, "chat", chat_state(record, modified)))
+        state = chat_state(record, modified)
+        if self._seed_movable(record, session.record):
+            state["movable"] = True
+        channel = self.fanout.open(Channel(record.uri, "chat", state))
         self._hold(LiveChat(record, channel, session))
+
+    def _seed_row(self, chat: ChatRecord, session: SessionRecord) -> dict[str, Any]:
+        row = chat_summary(chat, _chat_modified(chat, session))
+        if self._seed_movable(chat, session):
+            row["movable"] = True
+        return row
+
+    def _seed_movable(self, chat: ChatRecord, session: SessionRecord) -> bool:
+        """A chat read from the store is movable as `movable` says of a chat running nothing
+        (a turn left running was ended as it was read)."""
+        return (
+            self.moves_enabled()
+            and chat.uri != session.default_chat
+            and bool(chat.turns or chat.turn_count)
+            and not session.is_archived
+        )
 
     def _hold(self, chat: LiveChat) -> None:
         # A chat works in its session's folder: it lists the session's changesets (its seed).
@@ -246,6 +272,7 @@ class Sessions:
         self.save_chat(chat)
         for position, turn in enumerate(record.turns):
             self.save_turn(uri, position, turn)
+        self.say_movable(chat)  # a fork has turns already
         return chat
 
     async def remove_chat(self, chat: LiveChat) -> None:
@@ -355,6 +382,149 @@ class Sessions:
             chat.session.say(
                 {"type": "session/chatUpdated", "chat": chat.record.uri, "changes": changes}
             )
+        self.say_movable(chat)
+
+    # -- moving chats ---------------------------------------------------------------------
+
+    def movable(self, chat: LiveChat) -> bool:
+        """Whether the chat may be the source of a move now: moves are on, it is not its
+        session's default, it has had a turn and runs none, and its session is not archived."""
+        state = chat.state()
+        return (
+            self.moves_enabled()
+            and not chat.is_default
+            and bool(state.get("turns"))
+            and state.get("activeTurn") is None
+            and not chat.session.record.is_archived
+        )
+
+    def say_movable(self, chat: LiveChat) -> None:
+        """Say chat/movableChanged, and its row's session/chatUpdated, where the answer
+        differs from what the chat's state holds (absent reads as false)."""
+        if self.chats.get(chat.record.uri) is not chat:
+            return
+        movable = self.movable(chat)
+        if bool(chat.state().get("movable")) == movable:
+            return
+        chat.say({"type": "chat/movableChanged", "movable": movable})
+        chat.session.say(
+            {
+                "type": "session/chatUpdated",
+                "chat": chat.record.uri,
+                "changes": {"movable": movable},
+            }
+        )
+
+    def say_movable_all(self, session: LiveSession | None = None) -> None:
+        """Say again the movable of every open chat (of one session, where one is named)."""
+        chats = session.chats.values() if session is not None else self.chats.values()
+        for chat in list(chats):
+            self.say_movable(chat)
+        # A dormant chat has no channel yet: its row alone says it, and it is read movable
+        # as its row says when it wakes.
+        for record in list(self.dormant.values()):
+            owner = self.sessions.get(record.session)
+            if owner is None or (session is not None and owner is not session):
+                continue
+            movable = self._seed_movable(record, owner.record)
+            row = next(
+                (r for r in owner.channel.state["chats"] if r["resource"] == record.uri), None
+            )
+            if row is not None and bool(row.get("movable")) != movable:
+                owner.say(
+                    {
+                        "type": "session/chatUpdated",
+                        "chat": record.uri,
+                        "changes": {"movable": movable},
+                    }
+                )
+
+    async def reorder(self, chat: LiveChat, after: str | None) -> None:
+        """Place a chat after `after` (first, for None) in its own session's catalogue: the
+        order kept before session/chatsReordered says it."""
+        session = chat.session
+        order = [uri for uri in session.record.chats if uri != chat.record.uri]
+        order.insert(order.index(after) + 1 if after is not None else 0, chat.record.uri)
+        session.record.chats = order
+        self.save_session(session)
+        await self.writes.flush()
+        session.say({"type": "session/chatsReordered", "chats": list(order)})
+
+    async def move(self, chat: LiveChat, destination: LiveSession, after: str | None) -> None:
+        """Hand a chat to another session, placed after `after` (first, for None). Ownership
+        and both catalogues are kept before anything is said, so no client is told the chat is
+        in two places or in none; its backend is let go, and its next turn opens it again
+        under the destination."""
+        source = chat.session
+        uri = chat.record.uri
+        source.record.chats.remove(uri)
+        order = list(destination.record.chats)
+        order.insert(order.index(after) + 1 if after is not None else 0, uri)
+        destination.record.chats = order
+        del source.chats[uri]
+        destination.chats[uri] = chat
+        chat.session = destination
+        chat.record.session = destination.record.uri
+        self.save_session(source)
+        self.save_session(destination)
+        self.save_chat(chat)
+        await self.writes.flush()
+        await _let_backend_go(chat)
+        state = chat.state()
+        summary = {
+            key: state[key]
+            for key in ("resource", "title", "status", "modifiedAt", "origin", "movable")
+            if key in state
+        }
+        source.say({"type": "session/chatRemoved", "chat": uri})
+        destination.say({"type": "session/chatAdded", "summary": summary})
+        destination.say({"type": "session/chatsReordered", "chats": list(order)})
+        self.touch(source)
+        self.touch(destination)
+        self.say_movable(chat)
+
+    async def move_to_new(self, chat: LiveChat, uri: str) -> LiveSession:
+        """Hand a chat to a session made for it, of its source's agent, folders, config, owner
+        and scope, whose default chat it is (and so never movable). Kept before it is said, as
+        a move between sessions is; announced, since the chat it holds has had its turns."""
+        source = chat.session
+        now = now_ms()
+        record = SessionRecord(
+            uri=uri,
+            provider=source.record.provider,
+            created_ms=now,
+            modified_ms=now,
+            default_chat=chat.record.uri,
+            title=str(chat.state().get("title") or ""),
+            working_directories=list(source.record.working_directories),
+            config=dict(source.record.config),
+            announced=True,
+            chats=[chat.record.uri],
+            owner=source.record.owner,
+            scope=source.record.scope,
+        )
+        source.record.chats.remove(chat.record.uri)
+        row = {
+            key: value
+            for key, value in chat.state().items()
+            if key in ("resource", "title", "status", "modifiedAt", "origin")
+        }
+        session = self._open(record, [], rows=[row])
+        del source.chats[chat.record.uri]
+        session.chats[chat.record.uri] = chat
+        chat.session = session
+        chat.record.session = uri
+        self.save_session(source)
+        self.save_session(session)
+        self.save_chat(chat)
+        await self.writes.flush()
+        await _let_backend_go(chat)
+        source.say({"type": "session/chatRemoved", "chat": chat.record.uri})
+        self.touch(source)
+        self.catalogue.put(uri, record.modified_ms)
+        self._notify_root("root/sessionAdded", record, {"summary": session_row(session)})
+        self.say_movable(chat)  # the default chat of its session now: not movable
+        return session
 
     def update_active_count(self) -> None:
         count = sum(1 for s in self.sessions.values() if s.running)
@@ -400,6 +570,14 @@ class Sessions:
             await self.store.save_turn(chat, position, turn)
 
         self.writes.later(f"turn:{chat}:{turn['id']}", write)
+
+
+async def _let_backend_go(chat: LiveChat) -> None:
+    """A moved chat's backend was opened for the session it left: let it go, so the chat's
+    next turn opens it again under the one it is in. A turn that started while the move was
+    being kept runs on where it was opened."""
+    if chat.runner is None and chat.task is None:
+        await close_chat(chat, cancel=False)
 
 
 def _chat_modified(chat: ChatRecord, session: SessionRecord) -> int:
