@@ -460,11 +460,17 @@ def test_root_config_is_what_the_engine_holds(root: APIClient, engine_here: None
     )
     config = root.get("/api/config/").json()
     properties = config["schema"]["properties"]
-    assert set(properties) == {"clientQueueBytes", "replayBytes", "defaultShell"}
+    assert set(properties) == {
+        "clientQueueBytes",
+        "replayBytes",
+        "defaultShell",
+        "chatMoves.enabled",
+    }
     assert config["values"] == {
         "clientQueueBytes": properties["clientQueueBytes"]["default"],
         "replayBytes": 2 * 1024 * 1024,
         "defaultShell": "",
+        "chatMoves.enabled": properties["chatMoves.enabled"]["default"],
         "githubToken": "<set>",
     }
 
