@@ -383,7 +383,13 @@ def test_the_trail_comes_in_pages_and_bad_filters_are_refused_naming_the_paramet
     for asked, named in (("act=token.stolen", "act"), ("via=carrier-pigeon", "via")):
         status, refused = call(server, "GET", f"audit/?{asked}")
         assert status == 400, refused
-        assert named in refused
+        # Refused as every list refuses a bad value (hosts/api/query_parameters.py): the
+        # parameter named, what it takes, and what was sent.
+        value = asked.partition("=")[2]
+        assert refused["detail"].startswith(f"{named} takes "), refused
+        assert repr(value) in refused["detail"]
+    status, refused = call(server, "GET", "audit/?colour=red")
+    assert status == 400 and "colour" in refused["detail"], refused
 
 
 def test_the_command_line_lists_the_trail_filtered_and_as_json(server):
