@@ -293,6 +293,11 @@ class Changesets:
             if tree is None:
                 return  # too large to keep
             found = record.snapshots.get(turn_id, [])
+            if first and not record.snapshots:
+                # What the session found, under a key no turn has: the store's JSON need not
+                # keep the turns' order (PostgreSQL's jsonb sorts keys), so which turn was
+                # first cannot be read back from it.
+                record.snapshots[scopes.SESSION_FOUND] = [tree]
             record.snapshots[turn_id] = [tree] if first else [found[0], tree]
             self._save(session)
         for changeset in list(self._open.values()):

@@ -29,6 +29,9 @@ SEGMENT = "/changeset/"
 UNCOMMITTED = "uncommitted"
 SESSION = "session"
 TURN = "turn/"
+#: The key of `SessionRecord.snapshots` holding the tree the session's first turn found (no
+#: turn id is empty, and `turn/` names no changeset).
+SESSION_FOUND = ""
 
 
 def uri_of(session_uri: str, scope: str) -> str:
@@ -133,7 +136,8 @@ async def read(
         tree = Tree(top, pathspec, head, tuple(rows))
         return tree, found, declared(tree, running=running, subject=subject)
     if scope == SESSION:
-        first = next(iter(record.snapshots.values()), None)
+        # A record from before SESSION_FOUND was kept: its first turn, in the order read back.
+        first = record.snapshots.get(SESSION_FOUND) or next(iter(record.snapshots.values()), None)
         if first is None:  # no turn yet: nothing changed
             return Tree(top, pathspec, None, ()), [], []
         found, rows = await files.read_between(top, pathspec, first[0], None, env, current)

@@ -70,8 +70,8 @@ class SessionRecord:
     owner: str = ""
     #: The team or project it belongs to (`team:<slug>`, `project:<slug>`); "" the host's.
     scope: str = ""
-    #: The working tree (a git tree id) as each turn found it and left it, by turn id; the
-    #: first turn's start is what the session found (changesets/).
+    #: The working tree (a git tree id) as each turn found it and left it, by turn id; what the
+    #: session found (its first turn's start) under "" (changesets/scopes.SESSION_FOUND).
     snapshots: dict[str, list[str]] = field(default_factory=dict)
     #: Review ticks by changeset scope (`session`, `turn/<id>`): file id -> the blob the file
     #: held when it was ticked; a file that holds another since has its tick taken off.
