@@ -317,7 +317,57 @@ def _active_client_set(action: Mapping[str, Any]) -> str | None:
     return None
 
 
+def _ids(key: str) -> ShapeCheck:
+    """`key` must hold a list of strings (file ids)."""
+
+    def check(action: Mapping[str, Any]) -> str | None:
+        value = action.get(key)
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            return f"{action['type']}: {key} must be a list of strings"
+        return None
+
+    return check
+
+
+def _entry_problem(entry: Any, where: str) -> str | None:
+    if not isinstance(entry, dict) or not isinstance(entry.get("id"), str) or not entry["id"]:
+        return f"{where} must be an object with a non-empty string id"
+    text = entry.get("text")
+    if not isinstance(text, str) and not (
+        isinstance(text, dict) and isinstance(text.get("markdown"), str)
+    ):
+        return f"{where}: text must be a string or {{markdown: string}}"
+    return None
+
+
+def _annotation_set(action: Mapping[str, Any]) -> str | None:
+    annotation = action.get("annotation")
+    where = "annotations/set: annotation"
+    if not isinstance(annotation, dict) or not isinstance(annotation.get("id"), str):
+        return f"{where} must be an object with a string id"
+    if not annotation["id"] or len(annotation["id"]) > MAX_ID_LENGTH:
+        return f"{where}: id must be 1 to {MAX_ID_LENGTH} characters"
+    if not isinstance(annotation.get("resource"), str):
+        return f"{where}: resource must be a URI string"
+    origin = annotation.get("origin")
+    if not isinstance(origin, dict) or not isinstance(origin.get("session"), str):
+        return f"{where}: origin must be an object naming its session"
+    entries = annotation.get("entries")
+    if not isinstance(entries, list):
+        return f"{where}: entries must be a list"
+    for index, entry in enumerate(entries):
+        reason = _entry_problem(entry, f"{where}: entries[{index}]")
+        if reason is not None:
+            return reason
+    return None
+
+
+def _entry_set(action: Mapping[str, Any]) -> str | None:
+    return _entry_problem(action.get("entry"), "annotations/entrySet: entry")
+
+
 _BOOLEAN = "must be a boolean"
+_ANNOTATION_ID = _field("annotationId", str, "must be a string")
 
 #: The shape each client action must have, by type, beyond a string `type`.
 ACTION_SHAPES: dict[str, ShapeCheck] = {
@@ -346,6 +396,18 @@ ACTION_SHAPES: dict[str, ShapeCheck] = {
     "terminal/resized": _terminal_resized,
     "terminal/claimed": _terminal_claimed,
     "terminal/titleChanged": _field("title", str, "must be a string"),
+    "changeset/filesReviewChanged": _all(_ids("files"), _field("reviewed", bool, _BOOLEAN)),
+    "annotations/set": _annotation_set,
+    "annotations/updated": _all(
+        _ANNOTATION_ID,
+        _field("resolved", bool, _BOOLEAN, optional=True),
+        _field("resource", str, "must be a URI string", optional=True),
+        _field("origin", dict, "must be an object", optional=True),
+        _field("range", dict, "must be an object", optional=True),
+    ),
+    "annotations/removed": _ANNOTATION_ID,
+    "annotations/entrySet": _all(_ANNOTATION_ID, _entry_set),
+    "annotations/entryRemoved": _all(_ANNOTATION_ID, _field("entryId", str, "must be a string")),
 }
 
 

@@ -139,3 +139,29 @@ async def test_a_colleague_who_may_read_a_session_may_not_mark_it(server, connec
     with pytest.raises(RpcError) as hidden:
         await outsider.request("subscribe", {"channel": uri})
     assert hidden.value.code == -32009
+
+
+@pytest.mark.parametrize(
+    ("action", "named"),
+    [
+        ({"type": "annotations/set", "annotation": "x"}, "annotation must be an object"),
+        ({"type": "annotations/set", "annotation": {"id": "a"}}, "resource must be a URI"),
+        ({"type": "annotations/updated", "annotationId": 7}, "annotationId must be a string"),
+        ({"type": "annotations/updated", "annotationId": "a", "resolved": "yes"}, "resolved"),
+        ({"type": "annotations/entrySet", "annotationId": "a", "entry": []}, "entry must be"),
+        ({"type": "annotations/entryRemoved", "annotationId": "a"}, "entryId must be"),
+        ({"type": "annotations/removed"}, "annotationId must be a string"),
+    ],
+)
+async def test_a_malformed_mark_is_refused_naming_what_was_wrong(
+    server, connect, folder, action, named
+):
+    client = await connect(server.url)
+    await client.initialize()
+    session, _ = await new_session(client, folder, provider="fake")
+    uri = f"{session}/annotations"
+    await client.request("subscribe", {"channel": uri})
+    assert named in await refused(client, uri, action)
+    assert client.tracked[uri][0]["annotations"] == []
+    # The connection is still served.
+    await client.request("ping", {"channel": "ahp-root://"})

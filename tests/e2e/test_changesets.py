@@ -378,6 +378,17 @@ async def test_a_review_tick_on_the_working_trees_changes_is_refused(server, con
         lambda e: e.get("origin", {}).get("clientSeq") == seq and "rejectionReason" in e
     )
     assert "keeps no review" in refusal["rejectionReason"]
+    for bad, named in (
+        ({"files": "x", "reviewed": True}, "files must be a list of strings"),
+        ({"files": [a["id"]], "reviewed": "yes"}, "reviewed must be a boolean"),
+    ):
+        seq = await client.dispatch(uri, {"type": "changeset/filesReviewChanged", **bad})
+        refusal = await client.wait_action(
+            lambda e, seq=seq: (
+                e.get("origin", {}).get("clientSeq") == seq and "rejectionReason" in e
+            )
+        )
+        assert named in refusal["rejectionReason"]
     await client.assert_conforms(uri)
 
 
