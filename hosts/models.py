@@ -61,6 +61,11 @@ class StoredSession(models.Model):
         blank=True,
         help_text="the marks on its channel <session>/annotations",
     )
+    enablement = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="the enablement decisions kept for its customizations, by id",
+    )
 
     class Meta:
         verbose_name = "session"

@@ -9,7 +9,7 @@ nothing from Django.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -45,6 +45,48 @@ class AgentConfig:
     #: US dollars per million tokens, by model (a `*` glob): {"input", "output", "cacheRead",
     #: "cacheWrite"}. What a turn's usage is charged when the agent reports no cost.
     prices: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class McpServerSpec:
+    """One MCP server a session's agent is offered (the operator's `mcpServers` entry, or the
+    team's registry row), in VS Code's two shapes: stdio (`command`, `args`, `cwd`, `env`) or
+    http (`url`, `headers`). `env` and `headers` hold secrets: never shown, never logged."""
+
+    #: The session's customization id for it (McpServerCustomization.id): `mcp:<name>`.
+    id: str
+    #: The name a person gave it (the key of `mcpServers`; ACP's and the model's `name`).
+    name: str
+    transport: Literal["stdio", "http"]
+    command: str = ""
+    args: tuple[str, ...] = ()
+    cwd: str | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+    url: str = ""
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ClientTool:
+    """A tool one of the session's active clients provides (SessionActiveClient.tools): that
+    client runs a call to it and answers with chat/toolCallComplete."""
+
+    client_id: str
+    name: str
+    title: str | None = None
+    description: str = ""
+    #: JSON Schema of its input (ToolDefinition.inputSchema); None: the client gave none.
+    input_schema: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class InputAnswer:
+    """How a question was answered (chat/inputCompleted): `accept` with the answers by question
+    id (the protocol's ChatInputAnswer objects), or `decline` / `cancel` (the turn ending
+    before anybody answered is a `cancel`)."""
+
+    response: Literal["accept", "decline", "cancel"]
+    answers: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +174,12 @@ class ChatContext:
     #: The sandbox the agent and what it runs start in (its session owner's, over its
     #: folders); None: as the server's user (a backend's unit tests).
     jail: Jail | None = None
+    #: The MCP servers enabled for the session now (its owner is offered them and nobody
+    #: switched them off), for a backend whose agent starts its own (ACP's session/new).
+    mcp_servers: Sequence[McpServerSpec] = ()
+    #: The tools the session's active clients provide, read as each turn starts (a running
+    #: turn keeps the set it started with); None: no client can run a tool here.
+    client_tools: Callable[[], Sequence[ClientTool]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,8 +250,11 @@ class TurnEvents(Protocol):
         title: str | None = None,
         kind: str | None = None,
         partial_input: str | None = None,
+        contributor: Mapping[str, Any] | None = None,
     ) -> None:
-        """A tool call named (again): started the first time, its input streamed after."""
+        """A tool call named (again): started the first time, its input streamed after.
+        `contributor`: the protocol's ToolCallContributor of a call the agent does not run
+        itself (`{"kind": "mcp", "customizationId"}`), said on its start."""
 
     async def permission(
         self,
@@ -219,6 +270,17 @@ class TurnEvents(Protocol):
         self, call_id: str, *, title: str | None = None, tool_input: str | None = None
     ) -> None:
         """The call runs without anybody having been asked (or after an approval)."""
+
+    async def ask(self, request: Mapping[str, Any]) -> InputAnswer:
+        """Ask the person a question (a ChatInputRequest: `id`, `message`, `url`, `questions`)
+        and wait for the answer (chat/inputCompleted), or a `cancel` when the turn ends first."""
+
+    async def run_client_tool(
+        self, call_id: str, tool: ClientTool, *, title: str, tool_input: str
+    ) -> Mapping[str, Any]:
+        """Have the client that provides `tool` run the call, started under `call_id`, and
+        wait for the ToolCallResult it completes it with (a failed one when that client
+        leaves, the result is denied, or the turn ends first)."""
 
     def tool_result(
         self,

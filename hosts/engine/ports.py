@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from ..backends.base import McpServerSpec
+
 
 class Store(Protocol):
     """Durable facts the engine keeps. Implemented over Django's ORM in `hosts.store`."""
@@ -37,6 +39,18 @@ class Store(Protocol):
 
     async def truncate_turns(self, chat: str, keep: int) -> None:
         """Forget every turn of the chat from position `keep` on."""
+        ...
+
+
+class McpServerDirectory(Protocol):
+    """The team's MCP servers (the registry kept in the database, beside the operator's
+    AHPD_CONFIG `mcpServers`, which the engine reads itself). Implemented in `mcp_servers`."""
+
+    async def offered(self, owner: str, scope: str) -> list[McpServerSpec]:
+        """The servers a session owned by `owner` (`user:<id>`, `root:<host>`) in `scope`
+        (`team:<slug>`, `project:<slug>`, "" the host's) is offered: those offered host-wide,
+        to that person, to that scope (and a project's team); secrets included, for the
+        agent alone."""
         ...
 
 

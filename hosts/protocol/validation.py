@@ -369,6 +369,25 @@ def _entry_set(action: Mapping[str, Any]) -> str | None:
 _BOOLEAN = "must be a boolean"
 _ANNOTATION_ID = _field("annotationId", str, "must be a string")
 
+_ENABLEMENT_KINDS = ("global", "workspace", "session")
+
+
+def _enablement(action: Mapping[str, Any]) -> str | None:
+    """A list of CustomizationEnablement decisions: a kind, a boolean, a workspace's uri."""
+    decisions = action.get("enablement")
+    where = f"{action['type']}: enablement"
+    if not isinstance(decisions, list):
+        return f"{where} must be a list of decisions"
+    for n, decision in enumerate(decisions):
+        if not isinstance(decision, dict) or decision.get("kind") not in _ENABLEMENT_KINDS:
+            return f"{where}[{n}].kind must be one of {', '.join(_ENABLEMENT_KINDS)}"
+        if not isinstance(decision.get("enabled"), bool):
+            return f"{where}[{n}].enabled {_BOOLEAN}"
+        if decision["kind"] == "workspace" and not isinstance(decision.get("uri"), str):
+            return f"{where}[{n}].uri must be a URI string for a workspace decision"
+    return None
+
+
 #: The shape each client action must have, by type, beyond a string `type`.
 ACTION_SHAPES: dict[str, ShapeCheck] = {
     "root/configChanged": _all(
@@ -381,6 +400,7 @@ ACTION_SHAPES: dict[str, ShapeCheck] = {
     "session/activeClientSet": _active_client_set,
     "session/activeClientRemoved": _field("clientId", str, "must be a string"),
     "session/configChanged": _field("config", dict, "must be an object"),
+    "session/customizationToggled": _all(_field("id", str, "must be a string"), _enablement),
     "chat/turnStarted": _turn_started,
     "chat/turnCancelled": _all(
         _field("turnId", str, "must be a string"), _field("duration", (int, float), "is required")

@@ -76,6 +76,7 @@ _SESSION_FIELDS = (
     "snapshots",
     "reviews",
     "annotations",
+    "enablement",
 )
 _CHAT_FIELDS = ("title", "created_ms", "backend_id", "is_read", "is_archived", "draft")
 

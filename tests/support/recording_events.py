@@ -37,6 +37,7 @@ class RecordingEvents:
         title: str | None = None,
         kind: str | None = None,
         partial_input: str | None = None,
+        contributor: Mapping[str, Any] | None = None,
     ) -> None:
         self.log.append(
             (
@@ -47,6 +48,7 @@ class RecordingEvents:
                     "title": title,
                     "kind": kind,
                     "partial_input": partial_input,
+                    "contributor": dict(contributor) if contributor else None,
                 },
             )
         )

@@ -15,7 +15,6 @@ NOT_YET_RULES = tuple(
         "session/workingDirectorySet",
         "session/workingDirectoryRemoved",
         "session/workingDirectoryReplaced",
-        "session/customizationToggled",
         "session/mcpServerStartRequested",
         "session/mcpServerStopRequested",
         "session/mcpServerBackgroundRequested",

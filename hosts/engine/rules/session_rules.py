@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..services.customizations import do_toggle_customization
 from ..services.sessions import do_configure_session, do_rename_session, do_set_active_client
 from .rule import DROP, ActionRule, Dispatch, flag_effect
 
@@ -16,6 +17,10 @@ def _title(d: Dispatch) -> str | None:
 def _active_client(d: Dispatch) -> str | None:
     do_set_active_client(d.host, d.caller, d.session, d.action)
     return None
+
+
+def _customization_toggled(d: Dispatch) -> str | None:
+    return do_toggle_customization(d.host, d.caller, d.session, d.action)
 
 
 def _config(d: Dispatch) -> str | None:
@@ -61,4 +66,10 @@ SESSION_RULES = (
         said_by_host=True,
     ),
     ActionRule("session/configChanged", grant="session:configure", effect=_config),
+    ActionRule(
+        "session/customizationToggled",
+        grant="session:configure",
+        effect=_customization_toggled,
+        unknown_target=NO_AGENT,
+    ),
 )

@@ -16,6 +16,7 @@ from ...protocol.reducers.chat_tool_calls import skipped
 from ...protocol.shapes import SessionSummary
 from ..channel import Channel
 from ..fanout import Fanout
+from .customizations import SessionCustomizations
 from .records import ChatRecord, SessionRecord
 from .runner import TurnRunner
 
@@ -32,6 +33,11 @@ class LiveSession:
     chats: dict[str, LiveChat] = field(default_factory=dict)
     #: The session's last row for listings, with what it was made from (table.summary).
     row: tuple[tuple[Any, bool, int], SessionSummary] | None = None
+    #: Its customizations, by source (customizations.py).
+    customizations: SessionCustomizations = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.customizations = SessionCustomizations(self)
 
     @property
     def uri(self) -> str:

@@ -78,6 +78,9 @@ class SessionRecord:
     reviews: dict[str, dict[str, str]] = field(default_factory=dict)
     #: Its annotations channel's marks (annotations.py), as the last action left them.
     annotations: list[dict[str, Any]] = field(default_factory=list)
+    #: The enablement decisions people made for its customizations (session/
+    #: customizationToggled), by customization id, each list as the last toggle sent it.
+    enablement: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     #: A run's session: {kind: automation, automation, run}. Read back from the run's record
     #: (automations/), not from the session's row.
     origin: dict[str, Any] | None = None

@@ -150,6 +150,7 @@ class TurnRunner:
         title: str | None = None,
         kind: str | None = None,
         partial_input: str | None = None,
+        contributor: Mapping[str, Any] | None = None,
     ) -> None:
         if self.ended:
             return
@@ -164,6 +165,8 @@ class TurnRunner:
                 "toolName": name,
                 "displayName": title or name,
             }
+            if contributor:
+                action["contributor"] = dict(contributor)
             if kind:
                 # Not protocol: the key the reference client routes a row's renderer by.
                 action["_meta"] = {"toolKind": kind}

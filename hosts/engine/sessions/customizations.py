@@ -1,0 +1,125 @@
+"""A session's customizations (SessionState.customizations): what each source offers it, in one
+order, with the enablement decisions kept for the session laid on each, said with
+session/customizationsChanged only where the list moved.
+
+The sources, in the order the list shows them:
+- `mcp`: the MCP servers the session's owner is offered, bare McpServerCustomizations at the
+  top level, each with its state (starting, ready, error, stopped, authRequired);
+- `folders`: what the session's working folders hold for the agent (skills, agents, rules,
+  prompts), DirectoryCustomizations with their children.
+A source sets its part whole (`set_part`). A server's state moves by `server_state`, which keeps
+it in the part and says session/mcpServerStateChanged, so a later composition says the same.
+
+Decisions are kept per session (SessionRecord.enablement), the toggle's list whole as it was
+sent; a session decides for itself, never for another person's session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .live_session import LiveSession
+
+#: The sources, in the order their entries are listed.
+SOURCES = ("mcp", "folders")
+
+#: The types that keep their decisions themselves (`enablement`); every other type shows the
+#: legacy `enabled` flag (the protocol's reducer: session/customizationToggled).
+_KEEP_DECISIONS = ("plugin", "mcpServer")
+
+
+def is_enabled(entry: Mapping[str, Any], decisions: list[dict[str, Any]] | None) -> bool:
+    """Whether a customization is on for the session: the session's decision, else the one for
+    its folder, else the one for every session, else what it was published with."""
+    if decisions:
+        for kind in ("session", "workspace", "global"):
+            for decision in decisions:
+                if isinstance(decision, dict) and decision.get("kind") == kind:
+                    return bool(decision.get("enabled"))
+    return bool(entry.get("enabled", True))
+
+
+def with_decisions(
+    entry: Mapping[str, Any], decisions: Mapping[str, list[dict[str, Any]]]
+) -> dict[str, Any]:
+    """The entry (and its children) with the decisions kept for it, as the reducer lays them."""
+    out = dict(entry)
+    kept = decisions.get(str(entry.get("id")))
+    if out.get("type") in _KEEP_DECISIONS:
+        if kept:
+            out["enablement"] = list(kept)
+        else:
+            out.pop("enablement", None)
+    elif kept is not None:
+        out["enabled"] = is_enabled(entry, kept)
+    children = entry.get("children")
+    if isinstance(children, list):
+        out["children"] = [with_decisions(child, decisions) for child in children]
+    return out
+
+
+@dataclass(eq=False)
+class SessionCustomizations:
+    session: LiveSession
+    #: Each source's entries, as it last set them (no decisions laid on).
+    parts: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    #: Called with a customization's id after a person toggled it (the MCP servers start or
+    #: stop theirs).
+    on_toggled: list[Callable[[str], None]] = field(default_factory=list)
+
+    def compose(self) -> list[dict[str, Any]]:
+        decisions = self.session.record.enablement
+        return [
+            with_decisions(entry, decisions)
+            for source in SOURCES
+            for entry in self.parts.get(source, ())
+        ]
+
+    def set_part(self, source: str, entries: list[dict[str, Any]]) -> None:
+        """A source's entries, replacing what it set before; said where the list moved."""
+        assert source in SOURCES, source
+        self.parts[source] = [dict(entry) for entry in entries]
+        self.publish()
+
+    def publish(self) -> None:
+        composed = self.compose()
+        if composed != self.session.channel.state.get("customizations", []):
+            self.session.say({"type": "session/customizationsChanged", "customizations": composed})
+
+    def entries(self) -> Iterator[dict[str, Any]]:
+        """Every entry and child, as the sources set them."""
+        for source in SOURCES:
+            for entry in self.parts.get(source, ()):
+                yield entry
+                yield from entry.get("children") or ()
+
+    def find(self, customization_id: str) -> dict[str, Any] | None:
+        for entry in self.entries():
+            if entry.get("id") == customization_id:
+                return entry
+        return None
+
+    def enabled(self, customization_id: str) -> bool:
+        entry = self.find(customization_id)
+        if entry is None:
+            return False
+        return is_enabled(entry, self.session.record.enablement.get(customization_id))
+
+    def server_state(self, server_id: str, state: dict[str, Any]) -> None:
+        """An MCP server's state moved: kept in its part and said, unless it is where it was."""
+        for entry in self.parts.get("mcp", ()):
+            if entry.get("id") == server_id:
+                if entry.get("state") == state:
+                    return
+                entry["state"] = dict(state)
+                self.session.say(
+                    {"type": "session/mcpServerStateChanged", "id": server_id, "state": state}
+                )
+                return
+
+    def toggled(self, customization_id: str) -> None:
+        for listener in list(self.on_toggled):
+            listener(customization_id)
