@@ -39,7 +39,7 @@ from .folder_watchers import FolderWatchers
 from .host_settings import HostSettings as HostSettings
 from .permissions import Permissions
 from .placement import HereOnly, Placement, Relay
-from .ports import Store, Transport
+from .ports import ListedMcpServers, McpServerDirectory, Store, Transport
 from .principal import USERS_RESOURCE_METADATA, Directory, NoDirectory, Principal
 from .principal import root as principal_root
 from .resources import watches
@@ -173,6 +173,9 @@ class Host:
         self.automations: Any = None
         #: Where the acts the engine makes on someone's say are kept (audit_trail.py).
         self.audit: AuditTrail = NoAuditTrail()
+        #: The MCP servers a session's owner is offered (ports.McpServerDirectory): the
+        #: team's registry with the operator's file, wired in by the composition root.
+        self.mcp_directory: McpServerDirectory = ListedMcpServers()
         self._root: Channel | None = None
         #: The root as every root config push taken so far leaves it, while some are taken
         #: and not yet said (committing); None when all are said.

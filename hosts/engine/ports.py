@@ -54,6 +54,17 @@ class McpServerDirectory(Protocol):
         ...
 
 
+class ListedMcpServers:
+    """A directory that offers every session the servers it was made with, host-wide: the
+    operator's AHPD_CONFIG `mcpServers` alone, where no registry is wired in (engine tests)."""
+
+    def __init__(self, servers: list[McpServerSpec] | None = None) -> None:
+        self.servers = list(servers or ())
+
+    async def offered(self, owner: str, scope: str) -> list[McpServerSpec]:
+        return list(self.servers)
+
+
 class MemoryStore:
     """A store that keeps everything for the life of the process (engine tests, benchmarks)."""
 
