@@ -42,6 +42,7 @@ from .placement import HereOnly, Placement, Relay
 from .ports import ListedMcpServers, McpServerDirectory, Store, Transport
 from .principal import USERS_RESOURCE_METADATA, Directory, NoDirectory, Principal
 from .principal import root as principal_root
+from .resource_tokens import ResourceTokens
 from .resources import watches
 from .resources.served import Served
 from .resources.watches import Watches
@@ -176,6 +177,8 @@ class Host:
         #: The MCP servers a session's owner is offered (ports.McpServerDirectory): the
         #: team's registry with the operator's file, wired in by the composition root.
         self.mcp_directory: McpServerDirectory = ListedMcpServers()
+        #: Tokens connections pushed for an MCP server's protected resource (authenticate).
+        self.resource_tokens = ResourceTokens(self.client_requests.notify)
         self._root: Channel | None = None
         #: The root as every root config push taken so far leaves it, while some are taken
         #: and not yet said (committing); None when all are said.
@@ -335,6 +338,7 @@ class Host:
             )
             self.clients.gone(conn)
         self.client_requests.gone(conn)
+        self.resource_tokens.gone(conn)
 
     # -- root -----------------------------------------------------------------------------
 

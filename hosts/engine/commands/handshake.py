@@ -21,6 +21,7 @@ from ..host import Host
 from ..permissions import readable
 from ..principal import USERS_RESOURCE, USERS_RESOURCE_METADATA
 from ..replay import Entry, seen
+from ..resource_tokens import advertised
 from ..sessions.local_commands import PREFIX
 
 #: Below this a replay is never weighed against the snapshots.
@@ -62,17 +63,15 @@ def _snapshot_bytes(host: Host, channels: list[Channel]) -> int:
 
 
 async def authenticate(host: Host, conn: Connection, params: dict[str, Any]) -> dict[str, Any]:
-    """Sign the connection in as a person with their token; an empty token signs out."""
+    """Sign the connection in as a person with their token (ahpd://users; an empty token signs
+    out), or keep a token for an MCP server's protected resource this host advertised to it
+    (resource_tokens.py; an empty token withdraws it)."""
     resource = required_str(params, "authenticate", "resource")
     token = params.get("token")
     if not isinstance(token, str):
         raise invalid_params("authenticate: token must be a string")
     if resource != USERS_RESOURCE:
-        raise ProtocolError(
-            ErrorCode.AUTH_REQUIRED,
-            f"authenticate: no protected resource {resource} here",
-            {"resources": [USERS_RESOURCE_METADATA]},
-        )
+        return _resource_token(host, conn, resource, token, params)
     if token == "":
         host.permissions.become(conn, conn.admitted_principal)
         return {}
@@ -85,6 +84,43 @@ async def authenticate(host: Host, conn: Connection, params: dict[str, Any]) -> 
         )
     host.permissions.become(conn, principal)
     return {}
+
+
+def _resource_token(
+    host: Host, conn: Connection, resource: str, token: str, params: dict[str, Any]
+) -> dict[str, Any]:
+    """A token for a resource an MCP server of one of the caller's own sessions, watched on
+    this connection, waits for; -32007 for a resource this host advertised it nowhere."""
+    expires_in = params.get("expiresIn")
+    if expires_in is not None and (
+        not isinstance(expires_in, int) or isinstance(expires_in, bool) or expires_in <= 0
+    ):
+        raise invalid_params("authenticate: expiresIn must be a positive integer of seconds")
+    scopes = optional_str_list(params, "authenticate", "scopes")
+    if token == "":
+        host.resource_tokens.withdraw(conn, resource)
+        return {}
+    for uri, channel in conn.subscriptions.items():
+        session = host.sessions.session(uri) if channel.kind == "session" else None
+        if session is None or session.record.owner != conn.principal.ref:
+            continue
+        metadata = advertised(channel.state, resource)
+        if metadata is not None:
+            host.resource_tokens.put(
+                conn,
+                resource,
+                token,
+                metadata=metadata,
+                session=uri,
+                expires_in=expires_in,
+                scopes=tuple(scopes),
+            )
+            return {}
+    raise ProtocolError(
+        ErrorCode.AUTH_REQUIRED,
+        f"authenticate: no protected resource {resource} here",
+        {"resources": [USERS_RESOURCE_METADATA]},
+    )
 
 
 async def ping(host: Host, conn: Connection, params: dict[str, Any]) -> None:

@@ -37,6 +37,8 @@ SESSION_RULES = (
     ActionRule("session/chatsReordered", said_by_host=True),
     ActionRule("session/inputNeededSet", said_by_host=True),
     ActionRule("session/inputNeededRemoved", said_by_host=True),
+    ActionRule("session/customizationsChanged", said_by_host=True),
+    ActionRule("session/mcpServerStateChanged", said_by_host=True),
     ActionRule("session/titleChanged", grant="session:rename", effect=_title, said_by_host=True),
     ActionRule(
         "session/isReadChanged",
