@@ -18,10 +18,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from .live_session import LiveSession
+from ..channel import Channel
+from .records import SessionRecord
+
+
+class Session(Protocol):
+    """The session whose list this is (live_session.py's LiveSession)."""
+
+    record: SessionRecord
+    channel: Channel
+
+    def say(self, action: dict[str, Any]) -> None: ...
 
 #: The sources, in the order their entries are listed.
 SOURCES = ("mcp", "folders")
@@ -63,7 +72,7 @@ def with_decisions(
 
 @dataclass(eq=False)
 class SessionCustomizations:
-    session: LiveSession
+    session: Session
     #: Each source's entries, as it last set them (no decisions laid on).
     parts: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     #: Called with a customization's id after a person toggled it (the MCP servers start or
