@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, cast
 from claude_agent_sdk import (
     ClaudeAgentOptions,
     ClaudeSDKClient,
+    ConversationResetMessage,
     ResultMessage,
     ToolPermissionContext,
 )
@@ -283,6 +284,9 @@ class ClaudeChat:
     async def _read(self, turn: Turn, client: ClaudeSDKClient) -> ResultMessage | None:
         """Say what the CLI sends until the turn's result; None if its output ended first."""
         async for message in client.receive_messages():
+            if isinstance(message, ConversationResetMessage):
+                # `/clear`: the CLI's running totals start again from nothing.
+                self._agent.costs[self.backend_id or message.session_id] = 0.0
             result = turn.apply(message)
             if result is not None:
                 return result
