@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -48,8 +50,7 @@ def claude_config(fake: FakeAnthropic, **settings: Any) -> AgentConfig:
         kind="claude",
         display_name="Claude",
         env={"ANTHROPIC_BASE_URL": fake.url, "ANTHROPIC_API_KEY": "sk-ant-fake", "IS_SANDBOX": "1"},
-        prompt_timeout_s=60,
-        **settings,
+        **{"prompt_timeout_s": 60.0, **settings},
     )
 
 
@@ -358,3 +359,26 @@ def test_the_claude_kind_is_read_from_the_agents_file(tmp_path):
     assert "default" in schema["permissionMode"]["enum"]
     with pytest.raises(ConfigError, match=r"agents\[0\]: cliPath must be a string"):
         parse_agents({"agents": [{"provider": "c", "kind": "claude", "cliPath": 3}]})
+
+
+async def test_a_turn_past_the_prompt_timeout_is_interrupted_and_ends_in_error(
+    open_chat, tmp_path, fake
+):
+    agent = ClaudeAgent(claude_config(fake, prompt_timeout_s=1.0), tmp_path / "data")
+    chat = await open_chat(agent)
+    end = await chat.run_turn(request("hold"), RecordingEvents())
+    assert end.state == "error" and "did not finish within 1 s" in end.message
+    assert (await chat.run_turn(request("quick"), RecordingEvents())).state == "complete"
+
+
+async def test_a_cli_that_died_between_turns_is_started_again_on_its_session(open_chat, fake):
+    chat = await open_chat()
+    await chat.run_turn(request("remember figs"), RecordingEvents())
+    transport = chat._transport
+    assert transport is not None and transport.pid is not None
+    os.killpg(transport.pid, signal.SIGKILL)
+    await asyncio.wait_for(transport._process.wait(), 10)
+    end = await chat.run_turn(request("and now"), RecordingEvents())
+    assert end.state == "complete", end.message
+    assert chat._transport is not transport
+    assert "remember figs" in json.dumps(fake.turns[-1]["messages"])

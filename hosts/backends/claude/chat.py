@@ -215,7 +215,7 @@ class ClaudeChat:
             self._client is not None
             and not self._dead
             and transport is not None
-            and transport.is_ready()
+            and transport.running()
         )
 
     async def _disconnect(self, client: ClaudeSDKClient, transport: JailedCliTransport) -> None:

@@ -108,6 +108,10 @@ class JailedCliTransport(SubprocessCLITransport):
         self._stdin_stream = TextSendStream(process.stdin)
         self._ready = True
 
+    def running(self) -> bool:
+        """Whether the CLI can be written to: started, not ended."""
+        return self._ready and self._process is not None and self._process.returncode is None
+
     def kill_group(self) -> None:
         """SIGKILL whatever the CLI left running in its group (a command it started)."""
         if self.pid is not None:
