@@ -312,6 +312,23 @@ async def test_each_person_has_a_claude_home_of_their_own(tmp_path, fake, workdi
     assert len(homes) == 2 and all(h.is_relative_to(tmp_path / "state") for h in homes)
 
 
+async def test_the_cli_gets_none_of_the_servers_own_environment(open_chat, monkeypatch):
+    monkeypatch.setenv("AHPD_SECRET_OF_THE_SERVER", "s3cret")
+    chat = await open_chat()
+    events = RecordingEvents(decide=answering("allowOnce"))
+    await chat.run_turn(request("run echo leaked=${AHPD_SECRET_OF_THE_SERVER:-nothing}"), events)
+    [result] = of(events, "tool_result")
+    assert "leaked=nothing" in (result["output"] or "")
+
+
+async def test_a_turn_that_names_a_model_is_answered_by_it(open_chat, fake):
+    chat = await open_chat()
+    turn = TurnRequest(turn_id="t", text="which model", model="claude-other-model")
+    events = RecordingEvents()
+    assert (await chat.run_turn(turn, events)).state == "complete"
+    assert fake.turns[-1]["model"] == "claude-other-model"
+
+
 @needs_bwrap
 async def test_the_cli_and_its_tools_run_in_the_owners_sandbox(open_chat, tmp_path, workdir):
     secret = tmp_path / "outside" / "secret.txt"
