@@ -144,6 +144,7 @@ async def test_a_write_the_person_allows_once_is_asked_about_and_written(open_ch
     assert asked["title"] == f"Write {target}"
     [result] = of(events, "tool_result")
     assert result["call_id"] == started["call_id"] and result["success"] is True
+    assert of(events, "tool_running") == []  # the approval made it run
     assert events.texts().startswith("The tool said: File created")
     # Allowed once: the next write is asked about again.
     again = RecordingEvents(decide=answering("allowOnce"))
@@ -162,6 +163,7 @@ async def test_a_write_the_person_skips_is_not_written_and_the_model_is_told(
     assert not target.exists()
     [result] = of(events, "tool_result")
     assert result["success"] is False and SKIPPED in (result["error"] or "")
+    assert of(events, "tool_running") == []  # asked and refused: never said running
     told = json.dumps(fake.turns[-1]["messages"][-1])
     assert SKIPPED in told
 

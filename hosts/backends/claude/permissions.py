@@ -57,6 +57,9 @@ async def decide(
         )
     )
     turn.questions.add(question)
+    # Asked: the answer, whatever it is, is what the call's readiness says (an approval
+    # itself makes it run), so it is never said running as if nobody had been asked.
+    call.asked = True
     try:
         answer = await question
     except asyncio.CancelledError:
@@ -68,7 +71,6 @@ async def decide(
         turn.questions.discard(question)
     if not answer.approved:
         return PermissionResultDeny(message=SKIPPED)
-    call.asked = True  # the approval itself makes the call run
     if answer.option_id == ALLOW_SESSION.option_id:
         allowed.add(tool_name)
     return PermissionResultAllow()

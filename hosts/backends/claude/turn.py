@@ -89,8 +89,9 @@ class ToolCall:
     #: Its input as streamed so far (JSON text), until the whole input is known.
     partial: str = ""
     tool_input: dict[str, Any] | None = None
-    #: A person was asked about it (the approval itself made it run), or it was said running.
+    #: A person was asked about it (their approval made it run, their refusal ended it).
     asked: bool = False
+    #: It was said running without anybody being asked.
     running: bool = False
 
     @property
@@ -125,6 +126,12 @@ class Turn:
         handed back."""
         if isinstance(message, ResultMessage):
             return message
+        if isinstance(message, UserMessage) and isinstance(message.content, list):
+            # Results of the calls this turn said, a subagent's among them where a person
+            # was asked about one.
+            for block in message.content:
+                if isinstance(block, ToolResultBlock):
+                    self._result(block)
         if getattr(message, "parent_tool_use_id", None) is not None:
             return None  # a subagent's own work inside a call
         if isinstance(message, StreamEvent):
@@ -134,10 +141,6 @@ class Turn:
             for block in message.content:
                 if isinstance(block, ToolUseBlock):
                     self._whole_call(block)
-        elif isinstance(message, UserMessage) and isinstance(message.content, list):
-            for block in message.content:
-                if isinstance(block, ToolResultBlock):
-                    self._result(block)
         return None
 
     def call(self, call_id: str, name: str, tool_input: Mapping[str, Any]) -> ToolCall:
