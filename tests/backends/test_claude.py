@@ -121,6 +121,8 @@ async def test_usage_and_the_turns_own_cost_are_reported(open_chat):
         [usage] = of(events, "usage")
         assert usage["input_tokens"] == INPUT_TOKENS and usage["output_tokens"] == OUTPUT_TOKENS
         assert usage["model"] == MODEL
+        used, size = usage["context"]
+        assert used == INPUT_TOKENS + OUTPUT_TOKENS and size > used
         amount, currency = usage["cost"]
         assert currency == "USD" and amount > 0
         costs.append(amount)

@@ -34,6 +34,7 @@ from hosts.backends.acp.history import earlier_conversation
 from hosts.backends.base import (
     BackendError,
     ChatContext,
+    Context,
     Cost,
     TurnEnd,
     TurnEvents,
@@ -368,6 +369,14 @@ class ClaudeChat:
                 cost = Cost(max(0.0, total - before))
             costs[session] = total
         model = turn.model or next(iter(result.model_usage or {}), None) or self._model
+        windows = [
+            window
+            for used in (result.model_usage or {}).values()
+            if isinstance(window := used.get("contextWindow"), int) and window > 0
+        ]
+        context = None
+        if turn.context_used is not None and windows:
+            context = Context(turn.context_used, max(windows))
         turn.events.usage(
             input_tokens=_count(usage.get("input_tokens")),
             output_tokens=_count(usage.get("output_tokens")),
@@ -375,6 +384,7 @@ class ClaudeChat:
             cache_read_tokens=_count(usage.get("cache_read_input_tokens")),
             cache_write_tokens=_count(usage.get("cache_creation_input_tokens")),
             cost=cost,
+            context=context,
         )
 
     async def cancel(self) -> None:

@@ -118,6 +118,8 @@ class Turn:
     said: list[str] = field(default_factory=list)
     #: The model the CLI said it answered with.
     model: str | None = None
+    #: The tokens the last model call read and wrote: how full the context window is.
+    context_used: int | None = None
     #: Block index -> tool call id, within the model message being streamed.
     _blocks: dict[int, str] = field(default_factory=dict)
 
@@ -167,8 +169,12 @@ class Turn:
         if kind == "message_start":
             self._blocks = {}
             message = event.get("message")
-            if isinstance(message, Mapping) and isinstance(message.get("model"), str):
-                self.model = message["model"]
+            if isinstance(message, Mapping):
+                if isinstance(message.get("model"), str):
+                    self.model = message["model"]
+                self._count_context(message.get("usage"))
+        elif kind == "message_delta":
+            self._count_context(event.get("usage"))
         elif kind == "content_block_start":
             block = event.get("content_block")
             index = event.get("index")
@@ -197,6 +203,21 @@ class Turn:
                 if call is not None and (piece := delta.get("partial_json")):
                     call.partial += str(piece)
                     self.events.tool_call(call.call_id, name=call.name, partial_input=call.partial)
+
+    def _count_context(self, usage: Any) -> None:
+        """A model call's usage (its start says what it read, its end what it wrote)."""
+        if not isinstance(usage, Mapping):
+            return
+        read = sum(
+            value
+            for key in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+            if isinstance(value := usage.get(key), int)
+        )
+        wrote = usage.get("output_tokens")
+        if read:
+            self.context_used = read
+        elif isinstance(wrote, int) and self.context_used is not None:
+            self.context_used += wrote
 
     def _whole_call(self, block: ToolUseBlock) -> None:
         call = self.calls.get(block.id)
