@@ -26,7 +26,7 @@ class AgentConfig:
     """One entry of the operator's AHPD_CONFIG `agents` list."""
 
     provider: str
-    kind: Literal["acp", "openai"]
+    kind: Literal["acp", "openai", "claude"]
     display_name: str
     description: str = ""
     # acp
@@ -42,6 +42,9 @@ class AgentConfig:
     model: str = ""
     api_key: str = ""
     models: tuple[str, ...] = ()
+    # claude
+    #: Another `claude` CLI to run than the one claude-agent-sdk bundles.
+    cli_path: str = ""
     #: US dollars per million tokens, by model (a `*` glob): {"input", "output", "cacheRead",
     #: "cacheWrite"}. What a turn's usage is charged when the agent reports no cost.
     prices: Mapping[str, Mapping[str, float]] = field(default_factory=dict)

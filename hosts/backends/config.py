@@ -5,7 +5,9 @@
   {"provider": "claude", "kind": "acp", "displayName": "Claude Code",
    "command": "claude-agent-acp", "args": [], "env": {"ANTHROPIC_API_KEY": "..."}},
   {"provider": "local", "kind": "openai", "displayName": "Local model",
-   "baseUrl": "http://127.0.0.1:11434/v1", "model": "qwen2.5-coder", "apiKey": "none"}
+   "baseUrl": "http://127.0.0.1:11434/v1", "model": "qwen2.5-coder", "apiKey": "none"},
+  {"provider": "claude-sdk", "kind": "claude", "displayName": "Claude",
+   "models": ["claude-sonnet-4-5"], "env": {"ANTHROPIC_API_KEY": "..."}}
 ]}
 ```
 Every bad entry is refused at start with a message naming the entry and the field.
@@ -52,8 +54,8 @@ def parse_agents(data: Any, source: str = "AHPD_CONFIG") -> list[AgentConfig]:
             raise ConfigError(f"{where}: provider {provider!r} is configured twice")
         seen.add(provider)
         kind = entry.get("kind")
-        if kind not in ("acp", "openai"):
-            raise ConfigError(f"{where}: kind must be acp or openai")
+        if kind not in ("acp", "openai", "claude"):
+            raise ConfigError(f"{where}: kind must be acp, openai or claude")
         env = entry.get("env", {})
         if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
             raise ConfigError(f"{where}: env must be an object of strings")
@@ -83,6 +85,7 @@ def parse_agents(data: Any, source: str = "AHPD_CONFIG") -> list[AgentConfig]:
             api_key=_str(entry, where, "apiKey"),
             models=tuple(models),
             prices=prices,
+            cli_path=_str(entry, where, "cliPath"),
         )
         configs.append(config)
     return configs
@@ -130,6 +133,10 @@ def build_agents(configs: list[AgentConfig], data_dir: Path) -> dict[str, Agent]
             from .acp import AcpAgent
 
             agents[config.provider] = AcpAgent(config, data_dir)
+        elif config.kind == "claude":
+            from .claude import ClaudeAgent
+
+            agents[config.provider] = ClaudeAgent(config, data_dir)
         else:
             from .openai import OpenAiAgent
 

@@ -1,0 +1,405 @@
+"""The claude backend against the real claude-agent-sdk and the Claude Code CLI it bundles,
+pointed at a local fake Anthropic Messages API (tests/support/fake_anthropic.py): no network."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hosts.backends.base import (
+    AgentConfig,
+    BackendError,
+    ChatContext,
+    PermissionAnswer,
+    TurnRequest,
+)
+from hosts.backends.claude import ClaudeAgent, ClaudeChat
+from hosts.backends.claude.permissions import SKIPPED
+from hosts.backends.config import ConfigError, build_agents, parse_agents
+from hosts.backends.sandbox import Sandbox, SandboxSettings, probe
+from tests.support.fake_anthropic import (
+    ERROR_MESSAGE,
+    INPUT_TOKENS,
+    MODEL,
+    OUTPUT_TOKENS,
+    FakeAnthropic,
+)
+from tests.support.recording_events import RecordingEvents
+
+needs_bwrap = pytest.mark.skipif(not probe()[0], reason="bubblewrap cannot start here")
+
+
+@pytest.fixture(scope="module")
+def fake() -> Iterator[FakeAnthropic]:
+    server = FakeAnthropic()
+    yield server
+    server.close()
+
+
+def claude_config(fake: FakeAnthropic, **settings: Any) -> AgentConfig:
+    return AgentConfig(
+        provider="claude",
+        kind="claude",
+        display_name="Claude",
+        env={"ANTHROPIC_BASE_URL": fake.url, "ANTHROPIC_API_KEY": "sk-ant-fake", "IS_SANDBOX": "1"},
+        **{"prompt_timeout_s": 60.0, **settings},
+    )
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    path = tmp_path / "work"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+async def open_chat(tmp_path: Path, workdir: Path, fake: FakeAnthropic) -> AsyncIterator[Any]:
+    """Open chats on the real CLI (one process each), closed after the test."""
+    chats: list[ClaudeChat] = []
+
+    async def open_(
+        agent: ClaudeAgent | None = None, backend_id: str | None = None, **context: Any
+    ) -> ClaudeChat:
+        agent = agent or ClaudeAgent(claude_config(fake), tmp_path / "data")
+        chat = await agent.open_chat(
+            ChatContext(
+                chat="ahp-chat://test",
+                working_directories=[workdir],
+                backend_id=backend_id,
+                state_dir=tmp_path / "state",
+                **context,
+            )
+        )
+        chats.append(chat)
+        return chat
+
+    yield open_
+    for chat in chats:
+        await chat.close()
+
+
+def request(text: str) -> TurnRequest:
+    return TurnRequest(turn_id=str(uuid.uuid4()), text=text)
+
+
+def of(events: RecordingEvents, kind: str) -> list[dict[str, Any]]:
+    return [payload for method, payload in events.log if method == kind]
+
+
+def answering(option_id: str | None, approved: bool = True) -> Any:
+    return lambda call_id, title, options: PermissionAnswer(approved, option_id)
+
+
+async def test_text_and_thinking_stream_as_the_model_writes_them(open_chat):
+    chat = await open_chat()
+    assert chat.backend_id is not None and str(uuid.UUID(chat.backend_id)) == chat.backend_id
+    events = RecordingEvents()
+    end = await chat.run_turn(request("think plums"), events)
+    assert end.state == "complete", end.message
+    reasoning = [p["content"] for p in of(events, "reasoning")]
+    assert len(reasoning) > 1 and "".join(reasoning).strip() == "Thinking about plums."
+    texts = of(events, "text")
+    assert len(texts) > 1 and events.texts() == "echo: plums"
+    assert events.kinds().index("reasoning") < events.kinds().index("text")
+
+
+async def test_usage_and_the_turns_own_cost_are_reported(open_chat):
+    chat = await open_chat()
+    costs = []
+    for words in ("one", "two"):
+        events = RecordingEvents()
+        assert (await chat.run_turn(request(words), events)).state == "complete"
+        [usage] = of(events, "usage")
+        assert usage["input_tokens"] == INPUT_TOKENS and usage["output_tokens"] == OUTPUT_TOKENS
+        assert usage["model"] == MODEL
+        used, size = usage["context"]
+        assert used == INPUT_TOKENS + OUTPUT_TOKENS and size > used
+        amount, currency = usage["cost"]
+        assert currency == "USD" and amount > 0
+        costs.append(amount)
+    # Each turn is charged its own cost, not the session's running total.
+    assert costs[1] == pytest.approx(costs[0])
+
+
+async def test_a_write_the_person_allows_once_is_asked_about_and_written(open_chat, workdir):
+    chat = await open_chat()
+    target = workdir / "once.txt"
+    events = RecordingEvents(decide=answering("allowOnce"))
+    end = await chat.run_turn(request(f"write {target} hello"), events)
+    assert end.state == "complete", end.message
+    assert target.read_text() == "hello"
+    [started, *streamed] = [p for p in of(events, "tool_call")]
+    assert started["name"] == "Write" and started["partial_input"] is None
+    assert streamed and json.loads(streamed[-1]["partial_input"])["file_path"] == str(target)
+    [asked] = of(events, "permission")
+    assert asked["call_id"] == started["call_id"]
+    assert asked["options"] == ["allowSession", "allowOnce", "skip"]
+    assert asked["title"] == f"Write {target}"
+    [result] = of(events, "tool_result")
+    assert result["call_id"] == started["call_id"] and result["success"] is True
+    assert of(events, "tool_running") == []  # the approval made it run
+    assert events.texts().startswith("The tool said: File created")
+    # Allowed once: the next write is asked about again.
+    again = RecordingEvents(decide=answering("allowOnce"))
+    await chat.run_turn(request(f"write {workdir / 'twice.txt'} again"), again)
+    assert len(of(again, "permission")) == 1
+
+
+async def test_a_write_the_person_skips_is_not_written_and_the_model_is_told(
+    open_chat, workdir, fake
+):
+    chat = await open_chat()
+    target = workdir / "skipped.txt"
+    events = RecordingEvents(decide=answering("skip", approved=False))
+    end = await chat.run_turn(request(f"write {target} nope"), events)
+    assert end.state == "complete", end.message
+    assert not target.exists()
+    [result] = of(events, "tool_result")
+    assert result["success"] is False and SKIPPED in (result["error"] or "")
+    assert of(events, "tool_running") == []  # asked and refused: never said running
+    told = json.dumps(fake.turns[-1]["messages"][-1])
+    assert SKIPPED in told
+
+
+async def test_a_tool_allowed_for_the_session_is_not_asked_about_twice(open_chat, workdir):
+    chat = await open_chat()
+    first = RecordingEvents(decide=answering("allowSession"))
+    await chat.run_turn(request(f"write {workdir / 'a.txt'} first"), first)
+    assert len(of(first, "permission")) == 1
+    second = RecordingEvents(decide=answering(None, approved=False))
+    end = await chat.run_turn(request(f"write {workdir / 'b.txt'} second"), second)
+    assert end.state == "complete", end.message
+    assert of(second, "permission") == []
+    [running] = of(second, "tool_running")
+    [result] = of(second, "tool_result")
+    assert running["call_id"] == result["call_id"] and result["success"] is True
+    assert (workdir / "b.txt").read_text() == "second"
+
+
+class TextSeen(RecordingEvents):
+    """Records, and says when the first text arrives (so a test stops a turn mid-stream)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.streaming = asyncio.Event()
+
+    def text(self, content: str) -> None:
+        super().text(content)
+        self.streaming.set()
+
+
+async def test_a_cancel_mid_stream_interrupts_the_turn_and_the_chat_goes_on(open_chat):
+    chat = await open_chat()
+    events = TextSeen()
+    running = asyncio.ensure_future(chat.run_turn(request("hold"), events))
+    await asyncio.wait_for(events.streaming.wait(), 30)
+    await chat.cancel()
+    end = await asyncio.wait_for(running, 30)
+    assert end.state == "cancelled"
+    assert events.texts().startswith("word1")
+    # Interrupted, not killed: the same CLI answers the next turn.
+    after = RecordingEvents()
+    assert (await chat.run_turn(request("after the stop"), after)).state == "complete"
+    assert after.texts() == "echo: after the stop"
+
+
+async def test_a_cancel_while_a_person_is_asked_answers_the_question_and_ends_the_turn(
+    open_chat, workdir
+):
+    chat = await open_chat()
+    waiting: asyncio.Future[PermissionAnswer] = asyncio.get_running_loop().create_future()
+
+    class Asking(RecordingEvents):
+        async def permission(self, call_id: str, **kwargs: Any) -> PermissionAnswer:
+            self.asked.set()
+            return await waiting
+
+    events = Asking()
+    running = asyncio.ensure_future(
+        chat.run_turn(request(f"write {workdir / 'never.txt'} x"), events)
+    )
+    await asyncio.wait_for(events.asked.wait(), 30)
+    await chat.cancel()
+    assert (await asyncio.wait_for(running, 30)).state == "cancelled"
+    assert not (workdir / "never.txt").exists()
+
+
+async def test_a_server_error_ends_the_turn_saying_what_went_wrong(open_chat):
+    chat = await open_chat()
+    end = await chat.run_turn(request("fail"), RecordingEvents())
+    assert end.state == "error" and ERROR_MESSAGE in end.message
+    assert end.message.startswith("Claude: ")
+    again = RecordingEvents()
+    assert (await chat.run_turn(request("still there"), again)).state == "complete"
+
+
+async def test_a_restart_resumes_the_session_by_its_id(open_chat, tmp_path, fake):
+    agent = ClaudeAgent(claude_config(fake), tmp_path / "data")
+    first = await open_chat(agent)
+    session = first.backend_id
+    assert (await first.run_turn(request("remember pineapple"), RecordingEvents())).state == (
+        "complete"
+    )
+    await first.close()
+    # A new server: another agent object, the same state folder, the chat's kept backend id.
+    again = await open_chat(ClaudeAgent(claude_config(fake), tmp_path / "data"), session)
+    assert again.backend_id == session
+    assert again._client is not None and again._client.options.resume == session
+    events = RecordingEvents()
+    assert (await again.run_turn(request("what did I say"), events)).state == "complete"
+    seen = json.dumps(fake.turns[-1]["messages"])
+    assert "remember pineapple" in seen and "echo: remember pineapple" in seen
+    # Restarted, the CLI's running total is not known: the turn reports its tokens alone.
+    [usage] = of(events, "usage")
+    assert "cost" not in usage and usage["input_tokens"] == INPUT_TOKENS
+
+
+async def test_a_chat_let_go_and_opened_again_keeps_its_cost_and_its_allowances(
+    open_chat, tmp_path, fake, workdir
+):
+    agent = ClaudeAgent(claude_config(fake), tmp_path / "data")
+    first = await open_chat(agent)
+    asked = RecordingEvents(decide=answering("allowSession"))
+    await first.run_turn(request(f"write {workdir / 'kept.txt'} one"), asked)
+    await first.close()
+    again = await open_chat(agent, first.backend_id)
+    events = RecordingEvents(decide=answering(None, approved=False))
+    await again.run_turn(request(f"write {workdir / 'kept2.txt'} two"), events)
+    assert of(events, "permission") == [] and (workdir / "kept2.txt").exists()
+    [usage] = of(events, "usage")
+    assert usage["cost"][0] > 0
+
+
+async def test_a_chat_whose_session_never_ran_a_turn_starts_it_under_the_same_id(
+    open_chat, tmp_path, fake
+):
+    agent = ClaudeAgent(claude_config(fake), tmp_path / "data")
+    first = await open_chat(agent)
+    await first.close()
+    again = await open_chat(agent, first.backend_id, history=[{"user": "hi", "assistant": "yo"}])
+    assert again.backend_id == first.backend_id
+    assert again._client is not None and again._client.options.resume is None
+    await again.run_turn(request("go on"), RecordingEvents())
+    # The kept turns the CLI has no record of come with the first message.
+    assert "<earlier_conversation>" in json.dumps(fake.turns[-1]["messages"])
+
+
+async def test_a_missing_cli_is_refused_naming_it(open_chat, fake, tmp_path):
+    agent = ClaudeAgent(claude_config(fake, cli_path="/nowhere/claude"), tmp_path / "data")
+    with pytest.raises(BackendError, match="Cannot start Claude: /nowhere/claude was not found"):
+        await open_chat(agent)
+
+
+async def test_each_person_has_a_claude_home_of_their_own(tmp_path, fake, workdir):
+    agent = ClaudeAgent(claude_config(fake), tmp_path / "data")
+    sandbox = Sandbox()
+    homes = {
+        agent.home_for(
+            ChatContext(
+                chat="c",
+                working_directories=[workdir],
+                state_dir=tmp_path / "state",
+                jail=sandbox.jail(person, [workdir]),
+            )
+        )
+        for person in ("user:ann", "user:bob")
+    }
+    assert len(homes) == 2 and all(h.is_relative_to(tmp_path / "state") for h in homes)
+
+
+async def test_the_cli_gets_none_of_the_servers_own_environment(open_chat, monkeypatch):
+    monkeypatch.setenv("AHPD_SECRET_OF_THE_SERVER", "s3cret")
+    chat = await open_chat()
+    events = RecordingEvents(decide=answering("allowOnce"))
+    await chat.run_turn(request("run echo leaked=${AHPD_SECRET_OF_THE_SERVER:-nothing}"), events)
+    [result] = of(events, "tool_result")
+    assert "leaked=nothing" in (result["output"] or "")
+
+
+async def test_a_turn_that_names_a_model_is_answered_by_it(open_chat, fake):
+    chat = await open_chat()
+    turn = TurnRequest(turn_id="t", text="which model", model="claude-other-model")
+    events = RecordingEvents()
+    assert (await chat.run_turn(turn, events)).state == "complete"
+    assert fake.turns[-1]["model"] == "claude-other-model"
+
+
+@needs_bwrap
+async def test_the_cli_and_its_tools_run_in_the_owners_sandbox(open_chat, tmp_path, workdir):
+    secret = tmp_path / "outside" / "secret.txt"
+    secret.parent.mkdir()
+    secret.write_text("not for the agent")
+    sandbox = Sandbox(
+        SandboxSettings(mode="bwrap", homes=tmp_path / "homes", hidden=(tmp_path / "data",))
+    )
+    chat = await open_chat(jail=sandbox.jail("user:ann", [workdir]))
+    events = RecordingEvents(decide=answering("allowOnce"))
+    command = f"echo home=$HOME; test -e {secret} && echo seen || echo hidden; touch made.txt"
+    end = await chat.run_turn(request(f"run {command}"), events)
+    assert end.state == "complete", end.message
+    [result] = of(events, "tool_result")
+    output = result["output"] or ""
+    home = tmp_path / "state" / "homes" / "ann"
+    assert f"home={home}" in output and "hidden" in output and "seen" not in output
+    assert (workdir / "made.txt").exists()
+    # The CLI's own state is in that home, the person's alone.
+    assert list((home / ".claude" / "projects").glob(f"*/{chat.backend_id}.jsonl"))
+
+
+def test_the_claude_kind_is_read_from_the_agents_file(tmp_path):
+    [config] = parse_agents(
+        {
+            "agents": [
+                {
+                    "provider": "claude",
+                    "kind": "claude",
+                    "displayName": "Claude",
+                    "models": ["claude-sonnet-4-5", "claude-opus-4-1"],
+                    "cliPath": "/opt/claude/bin/claude",
+                    "env": {"ANTHROPIC_API_KEY": "k"},
+                    "promptTimeoutSeconds": 300,
+                }
+            ]
+        }
+    )
+    assert config.kind == "claude" and config.cli_path == "/opt/claude/bin/claude"
+    agent = build_agents([config], tmp_path)["claude"]
+    assert isinstance(agent, ClaudeAgent)
+    assert [m["id"] for m in agent.info()["models"]] == ["claude-sonnet-4-5", "claude-opus-4-1"]
+    schema = agent.session_config_schema()["properties"]
+    assert schema["model"]["enum"] == ["claude-sonnet-4-5", "claude-opus-4-1"]
+    assert "default" in schema["permissionMode"]["enum"]
+    with pytest.raises(ConfigError, match=r"agents\[0\]: cliPath must be a string"):
+        parse_agents({"agents": [{"provider": "c", "kind": "claude", "cliPath": 3}]})
+
+
+async def test_a_turn_past_the_prompt_timeout_is_interrupted_and_ends_in_error(
+    open_chat, tmp_path, fake
+):
+    agent = ClaudeAgent(claude_config(fake, prompt_timeout_s=1.0), tmp_path / "data")
+    chat = await open_chat(agent)
+    end = await chat.run_turn(request("hold"), RecordingEvents())
+    assert end.state == "error" and "did not finish within 1 s" in end.message
+    assert (await chat.run_turn(request("quick"), RecordingEvents())).state == "complete"
+
+
+async def test_a_cli_that_died_between_turns_is_started_again_on_its_session(open_chat, fake):
+    chat = await open_chat()
+    await chat.run_turn(request("remember figs"), RecordingEvents())
+    transport = chat._transport
+    assert transport is not None and transport.pid is not None
+    os.killpg(transport.pid, signal.SIGKILL)
+    await asyncio.wait_for(transport._process.wait(), 10)
+    end = await chat.run_turn(request("and now"), RecordingEvents())
+    assert end.state == "complete", end.message
+    assert chat._transport is not transport
+    assert "remember figs" in json.dumps(fake.turns[-1]["messages"])

@@ -1,0 +1,125 @@
+"""Sessions on the claude backend end to end: a started server runs the real Claude Code CLI
+(claude-agent-sdk's bundled one) against a local fake Anthropic Messages API, and a client
+drives it over a real socket."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.test_sessions import ended, new_session, run_turn, start_streaming, turn
+from tests.support.client import Client
+from tests.support.fake_anthropic import FakeAnthropic
+from tests.support.server import ServerProcess
+
+
+@pytest.fixture(scope="module")
+def fake() -> Iterator[FakeAnthropic]:
+    server = FakeAnthropic()
+    yield server
+    server.close()
+
+
+@pytest.fixture(scope="module")
+def workdir() -> Iterator[Path]:
+    with tempfile.TemporaryDirectory(prefix="ahpd-claude-work-") as path:
+        yield Path(path)
+
+
+@pytest.fixture(scope="module")
+def server(fake: FakeAnthropic, workdir: Path) -> Iterator[ServerProcess]:
+    config = workdir.parent / f"claude-agents-{uuid.uuid4().hex}.json"
+    entry = {
+        "provider": "claude",
+        "kind": "claude",
+        "displayName": "Claude",
+        "env": {
+            "ANTHROPIC_BASE_URL": fake.url,
+            "ANTHROPIC_API_KEY": "sk-ant-fake",
+            # Root outside a sandbox too (AHPD_SANDBOX may be off where bwrap cannot start).
+            "IS_SANDBOX": "1",
+        },
+        "promptTimeoutSeconds": 60,
+    }
+    config.write_text(json.dumps({"agents": [entry]}))
+    process = ServerProcess(env_extra={"AHPD_CONFIG": str(config)}).start()
+    yield process
+    process.close()
+    config.unlink()
+
+
+def reply(client: Client, chat: str) -> tuple[list[str], str]:
+    """The kinds of the chat's last turn's parts, and its markdown text."""
+    parts = client.tracked[chat][0]["turns"][-1]["responseParts"]
+    text = "".join(p["content"] for p in parts if p["kind"] == "markdown")
+    return [p["kind"] for p in parts], text
+
+
+async def test_a_turn_streams_claudes_thinking_and_text_and_its_usage(server, connect, workdir):
+    client = await connect(server.url)
+    await client.initialize()
+    [agent] = client.tracked["ahp-root://"][0]["agents"]
+    assert agent["provider"] == "claude"
+    uri, chat = await new_session(client, workdir, provider="claude")
+    end = await run_turn(client, chat, "think pears")
+    assert end["action"]["type"] == "chat/turnComplete", end
+    kinds, text = reply(client, chat)
+    assert kinds[0] == "reasoning" and text == "echo: pears"
+    usage = client.tracked[chat][0]["turns"][-1].get("usage") or {}
+    assert usage.get("inputTokens") and usage.get("outputTokens")
+    await client.assert_conforms(chat)
+    await client.assert_conforms(uri)
+
+
+async def test_claude_asks_and_a_person_approves_then_skips(server, connect, workdir):
+    client = await connect(server.url)
+    await client.initialize()
+    _, chat = await new_session(client, workdir, provider="claude")
+    for approved, name in ((True, "claude-yes.txt"), (False, "claude-no.txt")):
+        action = turn(f"write {workdir / name} written by claude")
+        turn_id = action["turnId"]
+        await client.dispatch(chat, action)
+        ready = await client.wait_action(
+            lambda e: (
+                e["channel"] == chat
+                and e["action"]["type"] == "chat/toolCallReady"
+                and e["action"]["turnId"] == turn_id  # noqa: B023
+                and "confirmed" not in e["action"]
+            ),
+            timeout=30,
+        )
+        options = ready["action"]["options"]
+        assert [o["label"] for o in options] == ["Allow in this Session", "Allow Once", "Skip"]
+        pick = next(o for o in options if o["id"] == ("allowOnce" if approved else "skip"))
+        answer = {
+            "type": "chat/toolCallConfirmed",
+            "turnId": turn_id,
+            "toolCallId": ready["action"]["toolCallId"],
+            "approved": approved,
+            "selectedOptionId": pick["id"],
+        }
+        answer.update({"confirmed": "user-action"} if approved else {"reason": "denied"})
+        await client.dispatch_and_wait(chat, answer)
+        end = await client.wait_action(ended(chat, turn_id), timeout=30)
+        assert end["action"]["type"] == "chat/turnComplete"
+        assert (workdir / name).exists() is approved
+    await client.assert_conforms(chat)
+
+
+async def test_a_stop_interrupts_claude_and_the_chat_goes_on(server, connect, workdir):
+    client = await connect(server.url)
+    await client.initialize()
+    _, chat = await new_session(client, workdir, provider="claude")
+    action = await start_streaming(client, chat, "hold")
+    await client.dispatch_and_wait(
+        chat, {"type": "chat/turnCancelled", "turnId": action["turnId"], "duration": 5}
+    )
+    after = await run_turn(client, chat, "after the stop")
+    assert after["action"]["type"] == "chat/turnComplete"
+    assert reply(client, chat)[1] == "echo: after the stop"
+    await client.assert_conforms(chat)
