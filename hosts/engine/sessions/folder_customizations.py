@@ -51,8 +51,8 @@ Holds = Callable[[Path], bool]
 
 @dataclass
 class Found:
-    """What the folders hold: the containers, and the real folders that were read (where a
-    change means reading again)."""
+    """What the folders hold: the containers, and the real folders read inside them (where a
+    change means reading again; the working folders themselves are not among them)."""
 
     containers: list[dict[str, Any]] = field(default_factory=list)
     places: set[Path] = field(default_factory=set)
@@ -105,10 +105,8 @@ def scan(folders: Sequence[Path], holds: Holds) -> Found:
             with walk(folder, holds) as place:
                 if place.found is None or not stat.S_ISDIR(place.found.st_mode):
                     continue
-                real = place.real
         except (Outside, OSError):
             continue  # a folder gone or outside the fence holds nothing for the agent
-        found.places.add(real)
         for container in _folder(folder, holds, found.places):
             entry = container.listed()
             if entry is not None and entry["id"] not in seen:
