@@ -66,6 +66,8 @@ SESSION_RULES = (
         said_by_host=True,
     ),
     ActionRule("session/configChanged", grant="session:configure", effect=_config),
+    # The host's alone: what the session's sources offer it (sessions/customizations.py).
+    ActionRule("session/customizationsChanged", said_by_host=True),
     ActionRule(
         "session/customizationToggled",
         grant="session:configure",
