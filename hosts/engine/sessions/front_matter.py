@@ -138,19 +138,36 @@ def _split_flow(inner: str) -> list[str]:
 
 
 def _unquoted(key: str, raw: str, line: int) -> str:
-    if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in ("'", '"'):
-        body = raw[1:-1]
+    if raw[:1] in ("'", '"'):
+        end = _closing(raw)
+        # A quoted value followed by a comment is still a quoted value.
+        if end < 0 or not (end == len(raw) - 1 or re.fullmatch(r"\s+#.*", raw[end + 1 :])):
+            raise FrontMatterError(f"line {line}: {key}'s quoted value is not closed")
+        body = raw[1:end]
         if raw[0] == "'":
             return body.replace("''", "'")
-        return (
-            body.replace('\\"', '"').replace("\\n", "\n").replace("\\t", "\t").replace("\\\\", "\\")
-        )
-    if raw[:1] in ("'", '"'):
-        # A quoted value followed by a comment is still a quoted value.
-        end = raw.find(raw[0], 1)
-        if end > 0 and re.fullmatch(r"\s+#.*", raw[end + 1 :]):
-            return _unquoted(key, raw[: end + 1], line)
-        raise FrontMatterError(f"line {line}: {key}'s quoted value is not closed")
+        return re.sub(r"\\(.)", lambda m: _ESCAPES.get(m.group(1), m.group(1)), body)
     if raw.startswith(("[", "{")):
         raise FrontMatterError(f"line {line}: {key} holds a nested list, not read here")
     return raw
+
+
+_ESCAPES = {"n": "\n", "t": "\t"}
+
+
+def _closing(raw: str) -> int:
+    """Where the quote opening `raw` closes (-1 where it does not): `''` inside single quotes
+    and a backslash's next character inside double quotes do not close it."""
+    quote, n = raw[0], 1
+    while n < len(raw):
+        char = raw[n]
+        if quote == '"' and char == "\\":
+            n += 2
+            continue
+        if char == quote:
+            if quote == "'" and raw[n + 1 : n + 2] == "'":
+                n += 2
+                continue
+            return n
+        n += 1
+    return -1
