@@ -51,12 +51,16 @@ def test_lists_and_blocks_below_a_key_are_read():
         "notes: |\n"
         "  kept\n"
         "  as lines\n"
+        "globs:\n"
+        "- '**/*.py'\n"
+        "- docs/**\n"
         "---\n"
     )
     assert parse(text) == {
         "tools": ["Read", "Edit"],
         "description": "Folded into one line.",
         "notes": "kept\nas lines",
+        "globs": ["**/*.py", "docs/**"],
     }
 
 

@@ -17,7 +17,7 @@ import re
 Value = str | bool | list[str]
 
 _KEY = re.compile(r"^([A-Za-z_][A-Za-z0-9_.-]*)\s*:(?:\s+(.*)|\s*)$")
-_ITEM = re.compile(r"^\s+-(?:\s+(.*)|\s*)$")
+_ITEM = re.compile(r"^\s*-(?:\s+(.*)|\s*)$")
 _FENCE = "---"
 
 
@@ -61,7 +61,12 @@ def parse(text: str) -> dict[str, Value]:
         if raw in ("", "|", ">", "|-", ">-", "|+", ">+"):
             # What is indented below the key: a list, a block of text, or nothing.
             below = []
-            while n < len(lines) and (not lines[n].strip() or lines[n][:1] in (" ", "\t")):
+            while n < len(lines) and (
+                not lines[n].strip()
+                or lines[n][:1] in (" ", "\t")
+                # A list's items may stand at the key's own indent, as YAML allows.
+                or (not raw and _ITEM.match(lines[n]) is not None)
+            ):
                 below.append(lines[n])
                 n += 1
             found[key] = _below(key, raw, below, n - len(below) + 2)
