@@ -10,8 +10,16 @@ from typing import Any
 
 import pytest
 
+from hosts.engine.channel import Channel
+from hosts.engine.folder_watchers import FolderWatchers
+from hosts.engine.resources.served import Served
+from hosts.engine.resources.watches import BATCH_MS
 from hosts.engine.sessions.folder_customization_watches import FolderCustomizations, _Kept
 from hosts.engine.sessions.folder_customizations import HEAD_BYTES, MOST_ENTRIES, scan
+from hosts.engine.sessions.live_session import LiveSession
+from hosts.engine.sessions.records import SessionRecord
+from tests.engine.test_fanout import fanout, watcher
+from tests.engine.test_watches import GRACE_S, Clock
 
 SKILL = "---\nname: {name}\ndescription: A skill\n---\nBody.\n"
 
@@ -145,3 +153,62 @@ def test_only_changes_to_what_is_read_read_again(tmp_path):
     assert not touches(kept, tmp_path / "README.md")
     assert not touches(kept, tmp_path / "src/AGENTS.md")
     assert not touches(kept, tmp_path / "node_modules/x/index.js")
+
+
+# -- the watch over a session's folders, with time moved on by hand ----------------------------
+
+
+async def a_kept_session(folder: Path, clock: Clock):
+    core = fanout()
+    core.start()
+    record = SessionRecord(
+        uri=f"ahp-session:/{folder.name}",
+        provider="p",
+        created_ms=0,
+        modified_ms=0,
+        default_chat="ahp-chat:/c",
+        working_directories=[folder.as_uri()],
+    )
+    session = LiveSession(record, core.open(Channel(record.uri, "session", {})), core)
+    table = {record.uri: session}
+    folders = FolderWatchers(BATCH_MS)
+    keeper = FolderCustomizations(
+        core, table.get, Served([folder]), folders, GRACE_S, later=clock.later
+    )
+    keeper.opened(session)
+    await keeper.wake(record.uri)
+    return core, table, session, folders, keeper
+
+
+async def test_a_session_is_watched_while_watched_and_let_go_after_the_grace(tmp_path):
+    write(tmp_path / "AGENTS.md", "Be brief.\n")
+    clock = Clock()
+    core, _, session, folders, keeper = await a_kept_session(tmp_path, clock)
+    assert [c["uri"] for c in session.channel.state["customizations"]] == [tmp_path.as_uri()]
+    assert folders.count == 0  # nobody watches yet: no OS watch held
+
+    conn, _ = watcher(core, session.channel, "a")
+    await keeper.attached(session.uri)
+    assert folders.count == 1
+    core.unsubscribe(conn, session.channel)
+    [grace] = clock.pending
+    assert grace.delay == GRACE_S
+    back, _ = watcher(core, session.channel, "a")  # back within the grace: kept
+    assert grace.cancelled and clock.pending == []
+    core.disconnect(back)
+    await clock.pass_grace()
+    assert folders.count == 0
+    await keeper.stop()
+
+
+async def test_a_disposed_session_lets_its_watch_go_at_once(tmp_path):
+    write(tmp_path / "CLAUDE.md", "Be brief.\n")
+    clock = Clock()
+    core, table, session, folders, keeper = await a_kept_session(tmp_path, clock)
+    watcher(core, session.channel, "a")
+    await keeper.attached(session.uri)
+    assert folders.count == 1
+    del table[session.uri]  # as Sessions.dispose takes it out before closing its channel
+    core.close(session.uri)
+    assert folders.count == 0 and clock.pending == []
+    await keeper.stop()

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ..channel import Channel
+from ..clock import Cancellable, Later, call_later
 from ..fanout import Fanout
 from ..folder_watchers import Changes, FolderWatchers, Listening, WatchRefused
 from ..resources.served import Served
@@ -61,7 +62,7 @@ class _Kept:
     again: bool = False
     listening: list[Listening] = field(default_factory=list)
     attaching: asyncio.Task[None] | None = None
-    release: asyncio.TimerHandle | None = None
+    release: Cancellable | None = None
 
 
 class FolderCustomizations:
@@ -72,8 +73,10 @@ class FolderCustomizations:
         served: Served,
         folders: FolderWatchers,
         grace_s: float,
+        later: Later = call_later,
     ) -> None:
         self._session_of = session_of
+        self._later = later
         self._served = served
         self._folders = folders
         self._grace_s = grace_s
@@ -187,8 +190,18 @@ class FolderCustomizations:
         # in a folder new in it (a skill's SKILL.md in a skill's new folder).
         return bool({path, path.parent, path.parent.parent} & kept.places)
 
+    async def attached(self, uri: str) -> None:
+        """Return once a session's listeners are in place (or refused), and its folders read
+        again after."""
+        session = self._session_of(uri)
+        kept = self._kept.get(session) if session is not None else None
+        if kept is not None and kept.attaching is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.shield(kept.attaching)
+            if kept.reading is not None:
+                await asyncio.shield(kept.reading)
+
     def _left(self, client_id: str, channels: list[Channel], dropped: bool) -> None:
-        loop = asyncio.get_running_loop()
         for channel in channels:
             if channel.kind != "session" or channel.subscribers:
                 continue
@@ -201,12 +214,18 @@ class FolderCustomizations:
                     self._let_go(kept)
                 continue
             if kept.release is None:
-                kept.release = loop.call_later(self._grace_s, self._released, kept, channel)
+                kept.release = self._later(self._grace_s, self._released(kept, channel))
 
-    def _released(self, kept: _Kept, channel: Channel) -> None:
-        kept.release = None
-        if not channel.subscribers:
-            self._let_go(kept)
+    def _released(self, kept: _Kept, channel: Channel) -> Callable[[], None]:
+        """What lets the session's listeners go once the grace is over, unless someone came
+        back."""
+
+        def release() -> None:
+            kept.release = None
+            if not channel.subscribers:
+                self._let_go(kept)
+
+        return release
 
     def _let_go(self, kept: _Kept) -> None:
         if kept.release is not None:
