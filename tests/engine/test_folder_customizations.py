@@ -212,3 +212,9 @@ async def test_a_disposed_session_lets_its_watch_go_at_once(tmp_path):
     core.close(session.uri)
     assert folders.count == 0 and clock.pending == []
     await keeper.stop()
+
+
+def test_a_file_where_a_folder_would_be_holds_nothing(tmp_path):
+    write(tmp_path / ".claude", "not a folder\n")
+    write(tmp_path / ".github", "not a folder either\n")
+    assert scan([tmp_path], fenced(tmp_path)).containers == []

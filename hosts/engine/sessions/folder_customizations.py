@@ -7,7 +7,7 @@ In each working folder:
 - `AGENTS.md` and `CLAUDE.md` at the folder's root, `.github/copilot-instructions.md`: rules
   always applied;
 - `.github/instructions/*.instructions.md`: rules, applied to the files their `applyTo` globs
-  match (always, without one... decided by the agent from its description);
+  match (without one, where the agent finds its description fits);
 - `.github/prompts/*.prompt.md`: prompts.
 
 Each is a child of a DirectoryCustomization for the folder it was found in, one container per
@@ -171,7 +171,7 @@ def _names(
     except Outside:
         container.problems.append(f"{relative} leads outside the session's folders (a link)")
         return []
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # not there, or a file on the way
         return []
     except OSError as error:
         container.problems.append(f"{relative} could not be read ({_why(error)})")
@@ -202,7 +202,7 @@ def _kind(path: Path, holds: Holds) -> str | None:
             return "directory" if stat.S_ISDIR(place.found.st_mode) else "file"
     except Outside:
         raise _Unread("leads outside the session's folders (a link)") from None
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # not there, or a file on the way
         return None
     except OSError as error:
         raise _Unread(f"could not be read ({_why(error)})") from None
@@ -258,7 +258,7 @@ def _head(path: Path, holds: Holds) -> tuple[str, bool] | None:
         raise _Unread(f"is {error.kind}; only regular files are read") from None
     except IsADirectoryError:
         raise _Unread("is a directory, not a file") from None
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # not there, or a file on the way
         return None
     except OSError as error:
         raise _Unread(f"could not be read ({_why(error)})") from None
