@@ -113,21 +113,25 @@ class FolderCustomizations:
         kept.reading = self._spawn(self._reading(kept), f"customizations {kept.uri}")
 
     async def _reading(self, kept: _Kept) -> None:
-        while True:
-            kept.again = False
-            session = self._session_of(kept.uri)
-            if session is None or self._kept.get(session) is not kept:
-                return  # disposed, or opened again, meanwhile
-            folders = [file_path(uri) for uri in session.record.working_directories]
-            async with self._reads:
-                roots, found = await asyncio.to_thread(self._scan, folders)
-            if self._session_of(kept.uri) is not session:
-                return
-            kept.roots, kept.places = roots, found.places
-            session.customizations.set_part(SOURCE, found.containers)
+        try:
+            while True:
+                kept.again = False
+                session = self._session_of(kept.uri)
+                if session is None or self._kept.get(session) is not kept:
+                    return  # disposed, or opened again, meanwhile
+                folders = [file_path(uri) for uri in session.record.working_directories]
+                async with self._reads:
+                    roots, found = await asyncio.to_thread(self._scan, folders)
+                if self._session_of(kept.uri) is not session:
+                    return
+                kept.roots, kept.places = roots, found.places
+                session.customizations.set_part(SOURCE, found.containers)
+                kept.read_once.set()
+                if not kept.again:
+                    return
+        finally:
+            # A read that failed (logged as the task ends) holds no command up after it.
             kept.read_once.set()
-            if not kept.again:
-                return
 
     def _scan(self, folders: list[Path]) -> tuple[list[Path], Found]:
         """The folders' real paths (those this host serves) and what they hold, fenced to
