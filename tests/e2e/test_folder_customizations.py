@@ -173,6 +173,10 @@ async def test_a_planted_link_and_a_named_pipe_are_left_out_and_named(server, co
     pipe.parent.mkdir(parents=True)
     os.mkfifo(pipe)
     (folder / ".claude/agents").symlink_to("/etc")  # a whole folder leading out
+    # Another folder this host serves, not this session's: another person's skills.
+    theirs = Path(tempfile.mkdtemp(prefix="ahpd-theirs-"))
+    write(theirs / "secret/SKILL.md", SKILL.format(name="theirs", description="Not yours"))
+    (folder / ".claude/skills/theirs").symlink_to(theirs / "secret")
     client = await connect(server.url)
     await client.initialize()
     _, state = await opened(client, folder)  # answered: nothing waited on the pipe
@@ -185,6 +189,10 @@ async def test_a_planted_link_and_a_named_pipe_are_left_out_and_named(server, co
         in (skills["load"]["message"])
     )
     assert ".claude/skills/pipe/SKILL.md is a named pipe (FIFO)" in skills["load"]["message"]
+    assert (
+        ".claude/skills/theirs leads outside the session's folders" in (skills["load"]["message"])
+    )
+    shutil.rmtree(theirs)
     agents = container(found, folder / ".claude/agents")
     assert agents["children"] == []
     assert agents["load"]["kind"] == "error"
