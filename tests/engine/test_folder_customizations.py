@@ -4,6 +4,7 @@ nothing waits or reads a huge file whole."""
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from hosts.engine.sessions.folder_customizations import HEAD_BYTES, MOST_ENTRIES
 from hosts.engine.sessions.live_session import LiveSession
 from hosts.engine.sessions.records import SessionRecord
 from tests.engine.test_fanout import fanout, watcher
-from tests.engine.test_watches import GRACE_S, Clock
+from tests.engine.test_watches import GRACE_S, Clock, Refusing
 
 SKILL = "---\nname: {name}\ndescription: A skill\n---\nBody.\n"
 
@@ -218,3 +219,37 @@ def test_a_file_where_a_folder_would_be_holds_nothing(tmp_path):
     write(tmp_path / ".claude", "not a folder\n")
     write(tmp_path / ".github", "not a folder either\n")
     assert scan([tmp_path], fenced(tmp_path)).containers == []
+
+
+async def test_a_folder_the_system_will_not_watch_is_listed_still_and_asked_again(tmp_path, caplog):
+    write(tmp_path / "AGENTS.md", "Be brief.\n")
+    refusing = Refusing()
+    core = fanout()
+    core.start()
+    record = SessionRecord(
+        uri="ahp-session:/refused",
+        provider="p",
+        created_ms=0,
+        modified_ms=0,
+        default_chat="ahp-chat:/c",
+        working_directories=[tmp_path.as_uri()],
+    )
+    session = LiveSession(record, core.open(Channel(record.uri, "session", {})), core)
+    folders = FolderWatchers(BATCH_MS, make=refusing)
+    keeper = FolderCustomizations(
+        core, {record.uri: session}.get, Served([tmp_path]), folders, GRACE_S, later=Clock().later
+    )
+    keeper.opened(session)
+    await keeper.wake(record.uri)
+    first, _ = watcher(core, session.channel, "a")
+    with caplog.at_level(logging.WARNING, "ahpd.engine"):
+        await keeper.attached(record.uri)
+    [line] = [r for r in caplog.records if str(tmp_path) in r.getMessage()]
+    assert "Too many open files" in line.getMessage() and line.exc_info is None
+    # Listed all the same, from the read at its opening.
+    assert [c["uri"] for c in session.channel.state["customizations"]] == [tmp_path.as_uri()]
+    core.disconnect(first)
+    watcher(core, session.channel, "b")
+    await keeper.attached(record.uri)
+    assert refusing.asked == 2 and folders.count == 0
+    await keeper.stop()

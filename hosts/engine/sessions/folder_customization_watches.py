@@ -167,11 +167,16 @@ class FolderCustomizations:
         def heard(changes: Changes) -> None:
             self._heard(kept, changes)
 
+        def lost() -> None:
+            # The system stopped an OS watch (folder_watchers.py says why): the rest go too,
+            # and the next subscriber puts them in place again.
+            self._let_go(kept)
+
         for root in kept.roots:
             try:
-                kept.listening.append(await self._folders.listen(root, True, heard))
+                kept.listening.append(await self._folders.listen(root, True, heard, lost))
             except WatchRefused as refused:
-                # Read at the next subscribe instead; said once, as a line.
+                # Read at the next subscribe instead; a line, not a traceback.
                 log.warning(
                     "not watching %s for %s's customizations: %s", root, kept.uri, refused.reason
                 )
@@ -200,10 +205,12 @@ class FolderCustomizations:
         session = self._session_of(uri)
         kept = self._kept.get(session) if session is not None else None
         if kept is not None and kept.attaching is not None:
-            with contextlib.suppress(asyncio.CancelledError):
+            # A failure is logged as its task ends; the waiter is only told it is over.
+            with contextlib.suppress(asyncio.CancelledError, Exception):
                 await asyncio.shield(kept.attaching)
             if kept.reading is not None:
-                await asyncio.shield(kept.reading)
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await asyncio.shield(kept.reading)
 
     def _left(self, client_id: str, channels: list[Channel], dropped: bool) -> None:
         for channel in channels:
