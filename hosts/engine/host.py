@@ -48,6 +48,7 @@ from .resources.served import Served
 from .resources.watches import Watches
 from .sessions import Presence, RunningAgents, Sessions, Turns
 from .sessions.attachments import Attachments
+from .sessions.folder_customization_watches import FolderCustomizations
 from .sessions.local_commands import LocalCommands
 from .terminals import Terminals
 from .terminals.shells import chosen_shell
@@ -112,6 +113,15 @@ class Host:
             per_person=settings.watches_per_person,
         )
         self.permissions.watch_owner = self.watches.refusal
+        #: What each session's working folders hold for its agent, kept current.
+        self.folder_customizations = FolderCustomizations(
+            self.fanout,
+            self.sessions.session,
+            self.served,
+            self.folder_watchers,
+            settings.presence_grace_s,
+        )
+        self.sessions.on_opened = self.folder_customizations.opened
         #: Each session's uncommitted changes, where it works in git.
         self.changesets = Changesets(
             self.fanout,
@@ -215,6 +225,7 @@ class Host:
         self.watches.wake(uri)
         self.changesets.wake(uri)
         self.annotations.wake(uri)
+        await self.folder_customizations.wake(uri)
 
     def agents_info(self) -> list[dict[str, Any]]:
         """Root state's `agents`: each agent's AgentInfo, with the people resource."""
@@ -300,6 +311,7 @@ class Host:
         await self.sessions.shutdown()
         await self.watches.stop()
         await self.changesets.stop()
+        await self.folder_customizations.stop()
         self.folder_watchers.stop()
         await self.running_agents.drain()
         await self.writes.stop()

@@ -68,6 +68,7 @@ SESSION_RULES = (
         said_by_host=True,
     ),
     ActionRule("session/configChanged", grant="session:configure", effect=_config),
+    # The host's alone: what the session's sources offer it (sessions/customizations.py).
     ActionRule(
         "session/customizationToggled",
         grant="session:configure",

@@ -32,6 +32,7 @@ class Session(Protocol):
 
     def say(self, action: dict[str, Any]) -> None: ...
 
+
 #: The sources, in the order their entries are listed.
 SOURCES = ("mcp", "folders")
 

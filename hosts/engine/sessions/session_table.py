@@ -58,6 +58,8 @@ class Sessions:
         self.on_activity: Callable[[], None] = lambda: None
         #: Root config's chatMoves.enabled, read when a chat's movable is said.
         self.moves_enabled: Callable[[], bool] = lambda: False
+        #: Told of each session opened (made, read back, made for a moved chat).
+        self.on_opened: Callable[[LiveSession], None] = lambda session: None
 
     # -- lookups --------------------------------------------------------------------------
 
@@ -162,6 +164,7 @@ class Sessions:
                 self._open_chat(chat, session)
         if record.announced:
             self.catalogue.put(record.uri, record.modified_ms)
+        self.on_opened(session)
         return session
 
     def _open_chat(self, record: ChatRecord, session: LiveSession) -> None:
