@@ -6,6 +6,7 @@ operator's AHPD_CONFIG servers are the file's, listed on the changelist's help, 
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django import forms
@@ -70,6 +71,19 @@ class McpServerForm(forms.ModelForm):  # type: ignore[type-arg]
         for field in registry.SECRETS:
             self.initial[field] = registry.hidden(getattr(self.instance, field) or {})
         self.checked: dict[str, Any] = {}
+
+    def full_clean(self) -> None:
+        super().full_clean()
+        if self.is_bound and self._errors:
+            # A refused form is drawn again from what was sent: its secrets `<set>` there too.
+            data = self.data.copy()
+            for field in registry.SECRETS:
+                try:
+                    sent = json.loads(data.get(field) or "{}")
+                except ValueError:
+                    sent = None
+                data[field] = json.dumps(registry.hidden(sent) if isinstance(sent, dict) else {})
+            self.data = data
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
