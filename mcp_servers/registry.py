@@ -271,6 +271,10 @@ def checked(body: Mapping[str, Any], existing: McpServer | None = None) -> dict[
         problems.setdefault(field, problem)
     if existing is not None and merged["name"] != existing.name:
         problems["name"] = "a server's name cannot change"
+    for field in ("command", "cwd", "url"):
+        limit = McpServer._meta.get_field(field).max_length or 0
+        if isinstance(merged[field], str) and len(merged[field]) > limit:
+            problems.setdefault(field, f"at most {limit} characters")
     if not isinstance(merged["description"], str):
         problems["description"] = "must be text"
     for field in ("enabled", "hostWide"):

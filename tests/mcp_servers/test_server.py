@@ -188,6 +188,7 @@ def test_a_bad_server_is_refused_naming_each_field(server, tokens):
         ({"name": "u", "command": "x", "offeredTo": ["nobody"]}, "offeredTo", "is not team:"),
         ({"name": "k", "command": "x", "env": {"K": "<set>"}}, "env", "none is"),
         ({"name": "f", "command": "x", "colour": "red"}, "colour", "no such field"),
+        ({"name": "l", "command": "x" * 1001}, "command", "at most 1000 characters"),
     ):
         status, said = call(server, "POST", "mcp-servers/", ana, body)
         assert status == 400, (body, said)
