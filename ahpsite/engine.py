@@ -1,8 +1,9 @@
 """The composition root's engine: the host made with its Django adapters, the ORM store and
-people directory (hosts/store/), the usage meter (usage/meter.py) and the automations'
-store (automations/store.py). hosts/edge/runtime.py runs what this makes (its loop, its start
-and stop, its inbox) and knows it only as settings.AHPD_ENGINE_BUILDER, so hosts imports
-nothing of usage or automations."""
+people directory (hosts/store/), the usage meter (usage/meter.py), the automations' store
+(automations/store.py) and the MCP servers' directory (mcp_servers/directory.py: the team's
+registry, with the operator's AHPD_CONFIG servers runtime.py read). hosts/edge/runtime.py runs
+what this makes (its loop, its start and stop, its inbox) and knows it only as
+settings.AHPD_ENGINE_BUILDER, so hosts imports nothing of usage, automations or mcp_servers."""
 
 from __future__ import annotations
 
@@ -11,10 +12,11 @@ from channels.layers import get_channel_layer
 from audit.engine_trail import DjangoAuditTrail
 from automations.store import DjangoAutomationStore
 from hosts.edge.relay import LayerRelay
-from hosts.edge.runtime import configured_agents, host_settings
+from hosts.edge.runtime import configured_agents, configured_mcp_servers, host_settings
 from hosts.engine.automations import Automations
 from hosts.engine.host import Host
 from hosts.store import DjangoDirectory, DjangoStore
+from mcp_servers.directory import DjangoMcpDirectory
 from usage.meter import DjangoMeter
 
 
@@ -32,4 +34,5 @@ def build_engine() -> Host:
     host.turns.metering.meter = DjangoMeter()
     host.audit = DjangoAuditTrail()
     host.automations = Automations(host, DjangoAutomationStore())
+    host.mcp_directory = DjangoMcpDirectory(configured_mcp_servers())
     return host

@@ -222,6 +222,7 @@ INSTALLED_APPS = [
     "automations",
     "usage",
     "audit",
+    "mcp_servers",
 ]
 
 MIDDLEWARE = [
@@ -248,9 +249,14 @@ ASGI_APPLICATION = "ahpsite.asgi.application"
 # variable sets them.
 #: What makes the process's engine with its Django adapters (hosts/edge/runtime.py runs it).
 AHPD_ENGINE_BUILDER = "ahpsite.engine.build_engine"
-#: The `ahpd` command's nouns from the other apps (usage and policy; audit; automation), each a
-#: register(nouns) function.
-AHPD_COMMAND_NOUNS = ["usage.cli.register", "audit.cli.register", "automations.cli.register"]
+#: The `ahpd` command's nouns from the other apps (usage and policy; audit; automation; mcp),
+#: each a register(nouns) function.
+AHPD_COMMAND_NOUNS = [
+    "usage.cli.register",
+    "audit.cli.register",
+    "automations.cli.register",
+    "mcp_servers.cli.register",
+]
 #: What keeps an audit record, for hosts and usage (hosts/store/acts.py): the audit app's.
 AHPD_AUDIT_RECORDER = "audit.trail.record_act"
 #: What reads a set of sessions' usage: an automation run's figures (automations/run_usage.py).

@@ -1,8 +1,8 @@
 """Every app's URLs, mounted by the composition root: the apps import none of each other's.
 
-/api/ holds each app's resources (hosts/api/urls.py, automations/urls.py, usage/urls.py) in
-the one `api` namespace, with the OpenAPI schema (/api/schema/) and its pages (Swagger UI at
-/api/docs/, Redoc at /api/redoc/) over all of them.
+/api/ holds each app's resources (hosts/api/urls.py, automations/urls.py, usage/urls.py,
+audit/urls.py, mcp_servers/urls.py) in the one `api` namespace, with the OpenAPI schema
+(/api/schema/) and its pages (Swagger UI at /api/docs/, Redoc at /api/redoc/) over all of them.
 """
 
 from django.contrib import admin
@@ -19,6 +19,7 @@ from hosts.api import urls as hosts_api_urls
 from hosts.api.health import healthz
 from hosts.api.metrics import metrics
 from hosts.edge.plain_http import favicon, websocket_door
+from mcp_servers import urls as mcp_servers_urls
 from usage import urls as usage_urls
 
 api_urlpatterns: list[URLPattern | URLResolver] = [
@@ -26,6 +27,7 @@ api_urlpatterns: list[URLPattern | URLResolver] = [
     *automations_urls.urlpatterns,
     *usage_urls.urlpatterns,
     *audit_urls.urlpatterns,
+    *mcp_servers_urls.urlpatterns,
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
     path("redoc/", SpectacularRedocView.as_view(url_name="api:schema"), name="redoc"),

@@ -23,6 +23,8 @@ ACTS = {
     "session.disposed": "someone else's session disposed",
     "turn.cancelled": "someone else's turn cancelled",
     "automation.ran": "an automation run",
+    "mcpServer.set": "an MCP server made or changed",
+    "mcpServer.removed": "an MCP server removed",
 }
 
 

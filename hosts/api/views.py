@@ -66,6 +66,7 @@ RESOURCES = {
     "usage": "api:usage",
     "policies": "api:policies",
     "automations": "api:automations",
+    "mcpServers": "api:mcp-servers",
     "schema": "api:schema",
     "docs": "api:docs",
     "redoc": "api:redoc",

@@ -64,9 +64,10 @@ class McpServerSpec:
     command: str = ""
     args: tuple[str, ...] = ()
     cwd: str | None = None
-    env: Mapping[str, str] = field(default_factory=dict)
+    #: Secrets, left out of the spec's repr: a spec logged or in a traceback shows none.
+    env: Mapping[str, str] = field(default_factory=dict, repr=False)
     url: str = ""
-    headers: Mapping[str, str] = field(default_factory=dict)
+    headers: Mapping[str, str] = field(default_factory=dict, repr=False)
 
 
 @dataclass(frozen=True, slots=True)

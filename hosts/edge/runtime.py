@@ -25,8 +25,8 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 from django.utils.module_loading import import_string
 
-from ..backends.base import Agent
-from ..backends.config import build_agents, load_agents
+from ..backends.base import Agent, McpServerSpec
+from ..backends.config import build_agents, load_agents, load_mcp_servers
 from ..backends.sandbox import SandboxSettings, decide
 from ..engine.host import Host, HostSettings
 from ..engine.router import Router
@@ -118,6 +118,16 @@ def configured_agents() -> dict[str, Agent]:
         return {}
     configs = load_agents(Path(settings.AHPD_CONFIG).expanduser())
     return build_agents(configs, Path(settings.AHPD_DATA_DIR))
+
+
+@cache
+def configured_mcp_servers() -> tuple[McpServerSpec, ...]:
+    """The MCP servers AHPD_CONFIG's `mcpServers` names, every session offered them (none
+    without it): each bad entry is a warning in the log, once, and is left out. The composition
+    root gives them to the host's MCP directory (ahpsite/engine.py)."""
+    if not settings.AHPD_CONFIG:
+        return ()
+    return tuple(load_mcp_servers(Path(settings.AHPD_CONFIG).expanduser()))
 
 
 def engine_started() -> bool:

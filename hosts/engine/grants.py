@@ -132,6 +132,11 @@ SUBJECTS: dict[str, tuple[str, str, dict[str, str]]] = {
     ),
     "usage": ("Usage", "Read what turns cost.", {"read": READ}),
     "policy": ("Policies", "Read and set who may use what.", {"read": READ, "write": WRITE}),
+    "mcp": (
+        "MCP servers",
+        "Read and manage the team's MCP servers (their secrets are never shown).",
+        {"read": READ, "write": WRITE},
+    ),
 }
 
 BUILTIN_ROLES: dict[str, list[str]] = {

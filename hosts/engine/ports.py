@@ -43,8 +43,9 @@ class Store(Protocol):
 
 
 class McpServerDirectory(Protocol):
-    """The team's MCP servers (the registry kept in the database, beside the operator's
-    AHPD_CONFIG `mcpServers`, which the engine reads itself). Implemented in `mcp_servers`."""
+    """The team's MCP servers (the registry kept in the database) with the operator's
+    AHPD_CONFIG `mcpServers` (hosts/edge/runtime.py reads them at start; the composition root
+    hands them to the directory, and they come first). Implemented in `mcp_servers`."""
 
     async def offered(self, owner: str, scope: str) -> list[McpServerSpec]:
         """The servers a session owned by `owner` (`user:<id>`, `root:<host>`) in `scope`

@@ -18,6 +18,7 @@ def engine_here(settings: Any) -> Iterator[None]:
     needs `django_db(transaction=True)`: the engine reads the database from its own thread."""
     settings.AHPD_CONFIG = None
     runtime.configured_agents.cache_clear()
+    runtime.configured_mcp_servers.cache_clear()
     yield
     if runtime._host is not None:
 
@@ -32,3 +33,4 @@ def engine_here(settings: Any) -> Iterator[None]:
     if loop is not None:
         loop.call_soon_threadsafe(loop.stop)
     runtime.configured_agents.cache_clear()
+    runtime.configured_mcp_servers.cache_clear()

@@ -34,6 +34,7 @@ def engine(settings: Any, tmp_path: Any) -> Iterator[None]:
     settings.AHPD_WITHOUT_CONNECTION_TOKEN = False
     connection_token.connection_token.cache_clear()
     runtime.configured_agents.cache_clear()
+    runtime.configured_mcp_servers.cache_clear()
     store.ensure_builtin_roles()
     yield
 
@@ -48,6 +49,7 @@ def engine(settings: Any, tmp_path: Any) -> Iterator[None]:
     if loop is not None:
         loop.call_soon_threadsafe(loop.stop)
     runtime.configured_agents.cache_clear()
+    runtime.configured_mcp_servers.cache_clear()
     connection_token.connection_token.cache_clear()
     model.close()
 

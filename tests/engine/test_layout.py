@@ -88,10 +88,11 @@ def test_the_core_imports_nothing_from_django():
 
 REPO = HOSTS.parent
 #: The Django apps; ahpsite/ is the composition root over them, which may import any of them.
-APPS = ("hosts", "usage", "automations", "audit")
+APPS = ("hosts", "usage", "automations", "audit", "mcp_servers")
 ROOT = "ahpsite"
-#: What usage and automations may import of hosts: the engine's core and ports, and the shared
-#: Django-side kit. Nothing else of hosts (never hosts.models: hosts' tables are its own).
+#: What usage, automations, audit and mcp_servers may import of hosts: the engine's core and
+#: ports, and the shared Django-side kit. Nothing else of hosts (never hosts.models: hosts'
+#: tables are its own).
 SHARED_OF_HOSTS = {
     "hosts.protocol": "the wire",
     "hosts.engine": "the engine, its ports (Meter, AutomationStore) and their types",
@@ -111,7 +112,8 @@ SHARED_OF_HOSTS = {
     "hosts.store.directory": "the people directory: who a person is, what they hold",
     "hosts.store.project_teams": "which team holds a project",
     "hosts.store.acts": "the audit trail: who asked, from where, and the record kept",
-    "hosts.backends.config": "the agents file (its prices)",
+    "hosts.backends.config": "the agents file (its prices, its MCP servers and their check)",
+    "hosts.backends.base": "the backend interface's shapes (McpServerSpec, for the MCP port)",
     "hosts.management.ahpd.verbs": "the `ahpd` command's parsers and output",
     "hosts.management.ahpd.server": "the `ahpd` command's way to the running server",
 }
@@ -158,7 +160,7 @@ def _allowed(importer: str, target: str) -> bool:
         return False
     if destination == "hosts":
         return any(target == m or target.startswith(m + ".") for m in SHARED_OF_HOSTS)
-    return False  # usage, automations and audit never import each other
+    return False  # usage, automations, audit and mcp_servers never import each other
 
 
 def test_the_apps_import_each_other_only_as_the_composition_root_allows():
@@ -218,12 +220,12 @@ def test_no_import_circle_between_the_apps():
         circle(app, [app])
 
 
-def test_no_import_circle_within_usage_automations_or_the_root():
+def test_no_import_circle_within_the_apps_beside_hosts_or_the_root():
     modules = _all_modules()
     graph = {
         name: {t for _, t in _edges(path, modules)} - {name}
         for name, path in modules.items()
-        if name.split(".")[0] in ("usage", "automations", ROOT)
+        if name.split(".")[0] in ("usage", "automations", "mcp_servers", ROOT)
     }
     done: set[str] = set()
 
