@@ -13,6 +13,7 @@ from .. import access
 from ..host import Host
 from ..permissions import denied
 from ..sessions import LiveSession
+from ..sessions.client_tool_calls import fail_calls_of
 from ..sessions.records import derived_default_chat_uri
 from .caller import Caller, session_of, user_message
 from .turns import room_for_agent
@@ -169,6 +170,8 @@ def do_configure_session(host: Host, caller: Caller, session: LiveSession, actio
 
 
 def do_set_active_client(host: Host, caller: Caller, session: LiveSession, action: Any) -> None:
-    """A client's session/activeClientSet or activeClientRemoved: said; the held state is all
-    it changes."""
+    """A client's session/activeClientSet or activeClientRemoved: said; a client removed
+    fails the calls it was running (sessions/client_tool_calls.py)."""
     caller.say(host, session.channel, action)
+    if action["type"] == "session/activeClientRemoved":
+        fail_calls_of(session, action["clientId"])

@@ -138,11 +138,23 @@ class LiveChat:
         )
 
     def settle_input_needed(self, turn_id: str, call_id: str) -> None:
-        request_id = input_needed_id(self.record.uri, turn_id, call_id)
+        self.remove_input_needed(input_needed_id(self.record.uri, turn_id, call_id))
+
+    def set_input_needed(self, request: dict[str, Any]) -> None:
+        """Add (or update) one entry of the session's inputNeeded: a SessionInputRequest."""
+        self.session.say({"type": "session/inputNeededSet", "request": request})
+
+    def remove_input_needed(self, request_id: str) -> None:
+        """Take one entry of the session's inputNeeded down, if it is listed."""
         if any(
             r.get("id") == request_id for r in self.session.channel.state.get("inputNeeded", [])
         ):
             self.session.say({"type": "session/inputNeededRemoved", "id": request_id})
+
+    def active_client_ids(self) -> set[str]:
+        """The clients the session lists as active now."""
+        clients = self.session.channel.state.get("activeClients", [])
+        return {c["clientId"] for c in clients if isinstance(c.get("clientId"), str)}
 
 
 def input_needed_id(chat: str, turn_id: str, call_id: str) -> str:
