@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -61,13 +61,16 @@ def failure(message: str, title: str) -> dict[str, Any]:
     return {"success": False, "pastTenseMessage": f"{title}: failed", "error": {"message": message}}
 
 
-def client_tools_of(session_state: Mapping[str, Any]) -> list[ClientTool]:
+def client_tools_of(
+    session_state: Mapping[str, Any], providers: Collection[str]
+) -> list[ClientTool]:
     """The tools the session's active clients provide now, as its state holds them: each
-    entry's well-formed ToolDefinitions (a name at least), under that entry's clientId."""
+    entry's well-formed ToolDefinitions (a name at least), under that entry's clientId, of
+    the entries `providers` announced themselves."""
     tools: list[ClientTool] = []
     for client in session_state.get("activeClients") or []:
-        if not isinstance(client, dict) or not isinstance(client.get("clientId"), str):
-            continue  # an entry that names no client provides none
+        if not isinstance(client, dict) or client.get("clientId") not in providers:
+            continue  # an entry that names no client, or not its own, provides none
         for tool in client.get("tools") or []:
             if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
                 continue

@@ -35,6 +35,9 @@ class LiveSession:
     row: tuple[tuple[Any, bool, int], SessionSummary] | None = None
     #: Its customizations, by source (customizations.py).
     customizations: SessionCustomizations = field(init=False)
+    #: The clients whose activeClients entry is their own announcement: only their tools are
+    #: offered to an agent (client_tool_calls.py).
+    tool_providers: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         self.customizations = SessionCustomizations(self)

@@ -49,7 +49,9 @@ async def open_agent_chat(
             state_dir=state_dir and state_dir / "agents" / record.provider,
             terminals=AgentTerminals(terminals, record, chat.record.uri, jail),
             jail=jail,
-            client_tools=lambda: client_tools_of(chat.session.channel.state),
+            client_tools=lambda: client_tools_of(
+                chat.session.channel.state, chat.session.tool_providers
+            ),
         )
         chat.agent_chat = await agent.open_chat(context)
         if chat.agent_chat.backend_id != chat.record.backend_id:
