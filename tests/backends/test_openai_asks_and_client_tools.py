@@ -137,3 +137,25 @@ def test_client_function_names_are_safe_short_and_distinct() -> None:
     assert len(names) == 4
     assert "c__read_file" not in names
     assert function_name(ClientTool("c", "x"), set()) == "c__x"
+
+
+async def test_a_running_turn_keeps_the_client_tools_it_started_with(
+    fake: FakeOpenAi, tmp_path: Path
+) -> None:
+    announced = [[ClientTool("c", "first")], [ClientTool("c", "second")]]
+    reads: list[int] = []
+
+    def client_tools() -> list[ClientTool]:
+        reads.append(1)
+        return announced[min(len(reads), 2) - 1]
+
+    chat = await chat_for(fake, tmp_path, client_tools=client_tools)
+    events = RecordingEvents()
+    # Two model calls in one turn (the tool call, then the answer): one set, read once.
+    await chat.run_turn(TurnRequest("t1", "client c__first {}"), events)
+    first_turn = [[t["function"]["name"] for t in body["tools"]] for body in fake.requests[-2:]]
+    await chat.run_turn(TurnRequest("t2", "hello"), RecordingEvents())
+    await chat.close()
+    assert len(reads) == 2
+    assert all("c__first" in names and "c__second" not in names for names in first_turn)
+    assert "c__second" in [t["function"]["name"] for t in fake.requests[-1]["tools"]]
