@@ -257,8 +257,16 @@ class TurnRunner:
         contributor = {"kind": "client", "clientId": tool.client_id}
         self.tool_call(call_id, name=tool.name, title=title, contributor=contributor)
         if self.calls.get(call_id) != "streaming":
+            # Ready or run already: no client was handed it, and nothing waits on one.
             log.warning("client tool %s run in state %s", call_id, self.calls.get(call_id))
-            return failure(f"Tool call {call_id} is not waiting to run.", title)
+            result = failure(f"Tool call {call_id} is not waiting to run.", title)
+            self.tool_result(
+                call_id,
+                success=False,
+                message=result["pastTenseMessage"],
+                error=result["error"]["message"],
+            )
+            return result
         self._titles[call_id] = title
         self.calls[call_id] = "running"
         self._say(
