@@ -315,3 +315,45 @@ async def test_malformed_and_forged_answers_are_refused_naming_what_was_wrong(
     end = await a.wait_action(ended(chat, start["turnId"]), timeout=30)
     assert end["action"]["type"] == "chat/turnComplete"
     assert "items" in await mia.request("listSessions", {"channel": "ahp-root://"})
+
+
+async def test_a_client_arriving_mid_question_reads_the_draft_from_the_sessions_list(
+    server, connect, workdir
+):
+    a, b, uri, chat = await two_clients(server, connect, workdir)
+    start = turn("ask Name the branch")
+    await a.dispatch(chat, start)
+    request = await asked(a, chat)
+    typed = {"state": "draft", "value": {"kind": "text", "value": "feat/ask"}}
+    change = {
+        "type": "chat/inputAnswerChanged",
+        "requestId": request["id"],
+        "questionId": "answer",
+        "answer": typed,
+    }
+    assert "rejectionReason" not in await b.dispatch_and_wait(chat, change)
+    await a.wait_action(
+        lambda e: (
+            e["channel"] == uri
+            and e["action"]["type"] == "session/inputNeededSet"
+            and e["action"]["request"]["request"].get("answers")
+        )
+    )
+    # A client that was not there reads the question, answers and all, from the session.
+    c = await connect(server.url)
+    await c.initialize()
+    snapshot = (await c.request("subscribe", {"channel": uri}))["snapshot"]["state"]
+    [entry] = snapshot["inputNeeded"]
+    assert entry["kind"] == "chatInput" and entry["chat"] == chat
+    assert entry["request"]["answers"] == {"answer": typed}
+    # And answers it without subscribing to the chat, as the entry says it may.
+    done = {
+        "type": "chat/inputCompleted",
+        "requestId": request["id"],
+        "response": "accept",
+        "answers": {"answer": {**typed, "state": "submitted"}},
+    }
+    assert "rejectionReason" not in await c.dispatch_and_wait(chat, done)
+    end = await a.wait_action(ended(chat, start["turnId"]), timeout=30)
+    assert end["action"]["type"] == "chat/turnComplete"
+    await a.assert_conforms(uri)
