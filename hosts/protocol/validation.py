@@ -388,6 +388,147 @@ def _enablement(action: Mapping[str, Any]) -> str | None:
     return None
 
 
+# -- questions and a client's tool calls ------------------------------------------------------
+
+#: What an answer value of each kind the protocol lists must carry as its `value`; a kind it
+#: does not list is taken (the kinds are @nonexhaustive).
+_ANSWER_VALUES: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "text": (lambda v: isinstance(v, str), "a string"),
+    "number": (
+        lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+        "a number",
+    ),
+    "boolean": (lambda v: isinstance(v, bool), "a boolean"),
+    "selected": (lambda v: isinstance(v, str), "a string (the option chosen)"),
+    "selected-many": (
+        lambda v: isinstance(v, list) and all(isinstance(i, str) for i in v),
+        "a list of strings (the options chosen)",
+    ),
+}
+_ANSWER_STATES = ("draft", "submitted", "skipped")
+
+
+def _strings(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def input_answer_problem(answer: Any, where: str) -> str | None:
+    """Why `answer` is no ChatInputAnswer (a draft, submitted or skipped answer), or None.
+
+    A draft or submitted answer carries a value whose payload its kind names, as the
+    protocol's validation table asks; a value of a kind the protocol does not list is taken.
+    """
+    if not isinstance(answer, dict):
+        return f"{where} must be a ChatInputAnswer object"
+    state = answer.get("state")
+    if state not in _ANSWER_STATES:
+        return f"{where}.state must be one of {', '.join(_ANSWER_STATES)}"
+    if state == "skipped":
+        if answer.get("freeformValues") is not None and not _strings(answer["freeformValues"]):
+            return f"{where}.freeformValues must be a list of strings"
+        return None
+    value = answer.get("value")
+    if not isinstance(value, dict):
+        return f"{where}.value is required for a {state} answer (a ChatInputAnswerValue)"
+    kind = value.get("kind")
+    if not isinstance(kind, str) or not kind:
+        return f"{where}.value.kind must be a string"
+    if "value" not in value or value["value"] is None:
+        return f"{where}.value.value is required"
+    known = _ANSWER_VALUES.get(kind)
+    if known is not None and not known[0](value["value"]):
+        return f"{where}.value.value must be {known[1]} for a {kind} answer"
+    if value.get("freeformValues") is not None and not _strings(value["freeformValues"]):
+        return f"{where}.value.freeformValues must be a list of strings"
+    return None
+
+
+def _non_empty(key: str) -> ShapeCheck:
+    def check(action: Mapping[str, Any]) -> str | None:
+        value = action.get(key)
+        if not isinstance(value, str) or not value:
+            return f"{action['type']}: {key} must be a non-empty string"
+        if len(value) > MAX_ID_LENGTH:
+            return f"{action['type']}: {key} is longer than {MAX_ID_LENGTH} characters"
+        return None
+
+    return check
+
+
+def _input_answer_changed(action: Mapping[str, Any]) -> str | None:
+    # An absent (or null) answer clears the draft.
+    if action.get("answer") is None:
+        return None
+    return input_answer_problem(action["answer"], "chat/inputAnswerChanged: answer")
+
+
+_INPUT_RESPONSES = ("accept", "decline", "cancel")
+
+
+def _input_completed(action: Mapping[str, Any]) -> str | None:
+    if action.get("response") not in _INPUT_RESPONSES:
+        return f"chat/inputCompleted: response must be one of {', '.join(_INPUT_RESPONSES)}"
+    answers = action.get("answers")
+    if answers is None:
+        return None
+    if not isinstance(answers, dict):
+        return "chat/inputCompleted: answers must be an object keyed by question id"
+    for question_id, answer in answers.items():
+        reason = input_answer_problem(answer, f"chat/inputCompleted: answers[{question_id!r}]")
+        if reason is not None:
+            return reason
+    return None
+
+
+def _tool_content_problem(content: Any, where: str) -> str | None:
+    """Why `content` is no list of ToolResultContent blocks (each an object with a type)."""
+    if not isinstance(content, list):
+        return f"{where} must be a list of ToolResultContent"
+    for n, block in enumerate(content):
+        if not isinstance(block, dict) or not isinstance(block.get("type"), str):
+            return f"{where}[{n}] must be an object with a string type"
+        if block["type"] == "text" and not isinstance(block.get("text"), str):
+            return f"{where}[{n}].text must be a string"
+    return None
+
+
+def _string_or_markdown(value: Any) -> bool:
+    return isinstance(value, str) or (
+        isinstance(value, dict) and isinstance(value.get("markdown"), str)
+    )
+
+
+def _tool_call_complete(action: Mapping[str, Any]) -> str | None:
+    result = action.get("result")
+    where = "chat/toolCallComplete: result"
+    if not isinstance(result, dict):
+        return f"{where} must be a ToolCallResult object"
+    if not isinstance(result.get("success"), bool):
+        return f"{where}.success {_BOOLEAN}"
+    if not _string_or_markdown(result.get("pastTenseMessage")):
+        return f"{where}.pastTenseMessage must be a string or {{markdown: string}}"
+    if result.get("content") is not None:
+        reason = _tool_content_problem(result["content"], f"{where}.content")
+        if reason is not None:
+            return reason
+    if result.get("structuredContent") is not None and not isinstance(
+        result["structuredContent"], dict
+    ):
+        return f"{where}.structuredContent must be an object"
+    error = result.get("error")
+    message = error.get("message") if isinstance(error, dict) else None
+    if error is not None and not isinstance(message, str):
+        return f"{where}.error must be an object with a string message"
+    return None
+
+
+def _tool_call_content_changed(action: Mapping[str, Any]) -> str | None:
+    return _tool_content_problem(action.get("content"), "chat/toolCallContentChanged: content")
+
+
+_TOOL_CALL = (_non_empty("turnId"), _non_empty("toolCallId"))
+
+
 #: The shape each client action must have, by type, beyond a string `type`.
 ACTION_SHAPES: dict[str, ShapeCheck] = {
     "root/configChanged": _all(
@@ -409,6 +550,17 @@ ACTION_SHAPES: dict[str, ShapeCheck] = {
         _field("toolCallId", str, "must be a string"), _field("approved", bool, _BOOLEAN)
     ),
     "chat/pendingMessageSet": _pending_message_set,
+    "chat/inputAnswerChanged": _all(
+        _non_empty("requestId"), _non_empty("questionId"), _input_answer_changed
+    ),
+    "chat/inputCompleted": _all(_non_empty("requestId"), _input_completed),
+    "chat/toolCallComplete": _all(
+        *_TOOL_CALL,
+        _tool_call_complete,
+        _field("requiresResultConfirmation", bool, _BOOLEAN, optional=True),
+    ),
+    "chat/toolCallContentChanged": _all(*_TOOL_CALL, _tool_call_content_changed),
+    "chat/toolCallResultConfirmed": _all(*_TOOL_CALL, _field("approved", bool, _BOOLEAN)),
     "chat/isReadChanged": _field("isRead", bool, _BOOLEAN),
     "chat/isArchivedChanged": _field("isArchived", bool, _BOOLEAN),
     "chat/truncated": _field("turnId", str, "must be a string", optional=True),

@@ -125,3 +125,122 @@ def test_the_largest_safe_integer_and_a_whole_float_are_integers():
 
     assert required_int({"n": 2**53 - 1}, "m", "n") == 2**53 - 1
     assert required_int({"n": 3.0}, "m", "n") == 3
+
+
+_CALL = {"turnId": "t", "toolCallId": "c"}
+_RESULT = {"success": True, "pastTenseMessage": "Ran"}
+
+
+@pytest.mark.parametrize(
+    ("action", "reason"),
+    [
+        (
+            {
+                "type": "chat/inputAnswerChanged",
+                "requestId": "r",
+                "questionId": "q",
+                "answer": {"state": "submitted", "value": {"kind": "number", "value": True}},
+            },
+            "chat/inputAnswerChanged: answer.value.value must be a number for a number answer",
+        ),
+        (
+            {
+                "type": "chat/inputAnswerChanged",
+                "requestId": "r",
+                "questionId": "q",
+                "answer": {"state": "draft", "value": {"kind": "selected-many", "value": "a"}},
+            },
+            "chat/inputAnswerChanged: answer.value.value must be a list of strings "
+            "(the options chosen) for a selected-many answer",
+        ),
+        (
+            {
+                "type": "chat/inputAnswerChanged",
+                "requestId": "r",
+                "questionId": "q",
+                "answer": {"state": "draft", "value": {"kind": "text"}},
+            },
+            "chat/inputAnswerChanged: answer.value.value is required",
+        ),
+        (
+            {
+                "type": "chat/inputAnswerChanged",
+                "requestId": "r",
+                "questionId": "q",
+                "answer": {"state": "skipped", "freeformValues": "why"},
+            },
+            "chat/inputAnswerChanged: answer.freeformValues must be a list of strings",
+        ),
+        (
+            {"type": "chat/inputAnswerChanged", "questionId": "q"},
+            "chat/inputAnswerChanged: requestId must be a non-empty string",
+        ),
+        (
+            {"type": "chat/inputCompleted", "requestId": "r", "response": "accept", "answers": []},
+            "chat/inputCompleted: answers must be an object keyed by question id",
+        ),
+        (
+            {"type": "chat/toolCallComplete", **_CALL, "result": {"success": True}},
+            "chat/toolCallComplete: result.pastTenseMessage must be a string or {markdown: string}",
+        ),
+        (
+            {
+                "type": "chat/toolCallComplete",
+                **_CALL,
+                "result": {**_RESULT, "content": [{"type": "text"}]},
+            },
+            "chat/toolCallComplete: result.content[0].text must be a string",
+        ),
+        (
+            {"type": "chat/toolCallComplete", **_CALL, "result": {**_RESULT, "error": "bad"}},
+            "chat/toolCallComplete: result.error must be an object with a string message",
+        ),
+        (
+            {
+                "type": "chat/toolCallComplete",
+                **_CALL,
+                "result": _RESULT,
+                "requiresResultConfirmation": "yes",
+            },
+            "chat/toolCallComplete: requiresResultConfirmation must be a boolean",
+        ),
+        (
+            {"type": "chat/toolCallComplete", "toolCallId": "c", "result": _RESULT},
+            "chat/toolCallComplete: turnId must be a non-empty string",
+        ),
+        (
+            {"type": "chat/toolCallContentChanged", **_CALL, "content": {"type": "text"}},
+            "chat/toolCallContentChanged: content must be a list of ToolResultContent",
+        ),
+        (
+            {"type": "chat/toolCallResultConfirmed", **_CALL, "approved": "no"},
+            "chat/toolCallResultConfirmed: approved must be a boolean",
+        ),
+    ],
+)
+def test_answers_and_a_clients_tool_call_actions_are_refused_naming_the_field(action, reason):
+    assert validation.action_problem(action) == reason
+
+
+@pytest.mark.parametrize(
+    "action",
+    [
+        # No answer clears the draft; a value of a kind the protocol does not list is taken.
+        {"type": "chat/inputAnswerChanged", "requestId": "r", "questionId": "q"},
+        {
+            "type": "chat/inputAnswerChanged",
+            "requestId": "r",
+            "questionId": "q",
+            "answer": {"state": "draft", "value": {"kind": "colour", "value": {"r": 1}}},
+        },
+        {"type": "chat/inputCompleted", "requestId": "r", "response": "decline"},
+        {
+            "type": "chat/toolCallComplete",
+            **_CALL,
+            "result": {**_RESULT, "pastTenseMessage": {"markdown": "**Ran**"}},
+        },
+        {"type": "chat/toolCallContentChanged", **_CALL, "content": []},
+    ],
+)
+def test_well_formed_answers_and_tool_call_actions_pass(action):
+    assert validation.action_problem(action) is None

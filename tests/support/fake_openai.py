@@ -6,6 +6,8 @@ ollama, vLLM and OpenAI do, with the answer picked by the conversation's last me
 * a `tool` message -> `The tool said: <first 40 characters of its content>`;
 * a user message starting `read <path>` -> a `read_file` call (arguments in fragments);
   `write <path> <text>` -> `write_file`; `run <command>` -> `run_command`;
+  `ask <question>[ | <choice> | <choice>...]` -> an `ask_user` call;
+  `client <function> <JSON arguments>` -> a call to that function (a client's tool);
 * `slow` -> a word every 50 ms for about 10 s; `fail` -> HTTP 500;
 * anything else -> `echo: <text>` word by word, after a `reasoning_content` delta.
 
@@ -142,6 +144,12 @@ def _script(role: str, text: str, fake: FakeOpenAi) -> Iterator[Step]:
         yield from _tool_call("write_file", {"path": path, "content": content})
     elif command == "run" and rest:
         yield from _tool_call("run_command", {"command": rest})
+    elif command == "ask" and rest:
+        question, *choices = rest.split(" | ")
+        yield from _tool_call("ask_user", {"question": question, "choices": choices})
+    elif command == "client" and rest:
+        function, _, arguments = rest.partition(" ")
+        yield from _tool_call(function, json.loads(arguments or "{}"))
     elif command == "stamped" and rest:
         # For bench/turn.py: N deltas, one every INTERVAL ms, each the moment it was sent
         # (perf_counter is the machine's monotonic clock, the same in every process).

@@ -7,7 +7,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hosts.backends.base import Context, Cost, PermissionAnswer, PermissionOption
+from hosts.backends.base import (
+    ClientTool,
+    Context,
+    Cost,
+    InputAnswer,
+    PermissionAnswer,
+    PermissionOption,
+)
 
 
 @dataclass
@@ -22,6 +29,14 @@ class RecordingEvents:
     )
     #: Set when a permission question arrives, for tests that answer from outside.
     asked: asyncio.Event = field(default_factory=asyncio.Event)
+    #: Answers each question a backend asks (`ask`); cancels by default.
+    answer: Callable[[Mapping[str, Any]], InputAnswer] = lambda request: InputAnswer("cancel")
+    #: Runs each client tool call: the ToolCallResult; a failure by default.
+    run_tool: Callable[[ClientTool, str], Mapping[str, Any]] = lambda tool, tool_input: {
+        "success": False,
+        "pastTenseMessage": f"{tool.name}: failed",
+        "error": {"message": "no client runs tools here"},
+    }
 
     def text(self, content: str) -> None:
         self.log.append(("text", {"content": content}))
@@ -71,6 +86,21 @@ class RecordingEvents:
         )
         self.asked.set()
         return self.decide(call_id, title, options)
+
+    async def ask(self, request: Mapping[str, Any]) -> InputAnswer:
+        self.log.append(("ask", {"request": dict(request)}))
+        return self.answer(request)
+
+    async def run_client_tool(
+        self, call_id: str, tool: ClientTool, *, title: str, tool_input: str
+    ) -> Mapping[str, Any]:
+        self.log.append(
+            (
+                "run_client_tool",
+                {"call_id": call_id, "tool": tool, "title": title, "tool_input": tool_input},
+            )
+        )
+        return self.run_tool(tool, tool_input)
 
     def tool_running(
         self, call_id: str, *, title: str | None = None, tool_input: str | None = None

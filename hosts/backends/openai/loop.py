@@ -26,7 +26,10 @@ from hosts.backends.base import (
 )
 from hosts.backends.fence import Fence
 
+from .ask_tool import ASK_USER, ask_user
+from .client_tools import run_client_tool
 from .message import user_message
+from .offered_tools import OfferedTools
 from .sandbox import Sandbox
 from .stream import PendingCall, Reply, Usage, assistant_message, stream_reply
 from .tools import PERMISSION_MODES, TOOLS, ToolError, parse_arguments, title
@@ -153,10 +156,14 @@ class OpenAiChat:
         self._messages.append(user_message(request))
         usage = Usage()
         reply = Reply()
+        client_tools = self._context.client_tools
+        offered = OfferedTools.for_turn(client_tools() if client_tools is not None else ())
         try:
             for _ in range(MAX_MODEL_CALLS):
                 reply = Reply()
-                await stream_reply(self._client, model, self._messages, reply, events, usage)
+                await stream_reply(
+                    self._client, model, self._messages, reply, events, usage, offered
+                )
                 self._messages.append(assistant_message(reply))
                 # Tools run whenever the answer holds calls rather than on finish_reason
                 # "tool_calls" alone: ollama and some llama.cpp templates finish with "stop".
@@ -166,7 +173,7 @@ class OpenAiChat:
                     self._report(usage, model, events)
                     return TurnEnd("complete")
                 for call in reply.calls.values():
-                    content = await self._run_tool(call, events)
+                    content = await self._run_tool(call, events, offered)
                     self._messages.append(
                         {"role": "tool", "tool_call_id": call.call_id, "content": content}
                     )
@@ -232,8 +239,12 @@ class OpenAiChat:
 
     # -- tools ---------------------------------------------------------------------------------
 
-    async def _run_tool(self, call: PendingCall, events: TurnEvents) -> str:
+    async def _run_tool(self, call: PendingCall, events: TurnEvents, offered: OfferedTools) -> str:
         """Run one call through the confirmation path; return what the model is told."""
+        if call.name == ASK_USER:
+            return await ask_user(call.call_id, call.arguments, events)
+        if (client_tool := offered.client.get(call.name)) is not None:
+            return await run_client_tool(call.call_id, client_tool, call.arguments, events)
         tool_input = call.arguments or "{}"
         tool = TOOLS.get(call.name)
         shown = tool.label if tool else call.name

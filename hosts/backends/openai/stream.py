@@ -18,7 +18,7 @@ from openai.types.completion_usage import CompletionUsage
 
 from hosts.backends.base import TurnEvents
 
-from .tools import TOOL_PARAMS, TOOLS
+from .offered_tools import OfferedTools
 
 
 @dataclass(slots=True)
@@ -70,12 +70,14 @@ async def stream_reply(
     reply: Reply,
     events: TurnEvents,
     usage: Usage,
+    offered: OfferedTools | None = None,
 ) -> None:
     """Ask the model for its next answer and assemble it into `reply` as it streams."""
+    offered = offered or OfferedTools()
     stream = await client.chat.completions.create(
         model=model,
         messages=messages,
-        tools=TOOL_PARAMS,
+        tools=offered.params(),
         stream=True,
         stream_options={"include_usage": True},
     )
@@ -89,13 +91,16 @@ async def stream_reply(
             for choice in chunk.choices:
                 if choice.index != 0:
                     continue
-                take_delta(choice.delta, reply, events)
+                take_delta(choice.delta, reply, events, offered)
     if last is not None and last.usage is not None:
         usage.add(last.usage, last.model)
 
 
-def take_delta(delta: ChoiceDelta, reply: Reply, events: TurnEvents) -> None:
+def take_delta(
+    delta: ChoiceDelta, reply: Reply, events: TurnEvents, offered: OfferedTools | None = None
+) -> None:
     """One streamed piece of the answer: text, thinking, or tool call fragments."""
+    offered = offered or OfferedTools()
     if delta.content:
         reply.text.append(delta.content)
         events.text(delta.content)
@@ -122,17 +127,13 @@ def take_delta(delta: ChoiceDelta, reply: Reply, events: TurnEvents) -> None:
         if not call.started and call.name:
             # Announced once its name is known; arguments that came first follow at once.
             call.started = True
-            tool = TOOLS.get(call.name)
-            events.tool_call(
-                call.call_id,
-                name=call.name,
-                title=tool.label if tool else call.name,
-                kind=tool.kind if tool else "other",
-            )
+            offered.announce(events, call.call_id, call.name)
             if call.arguments:
-                events.tool_call(call.call_id, name=call.name, partial_input=call.arguments)
+                events.tool_call(
+                    call.call_id, name=offered.tool_name(call.name), partial_input=call.arguments
+                )
         elif call.started and piece:
-            events.tool_call(call.call_id, name=call.name, partial_input=piece)
+            events.tool_call(call.call_id, name=offered.tool_name(call.name), partial_input=piece)
 
 
 def assistant_message(reply: Reply) -> ChatCompletionMessageParam:

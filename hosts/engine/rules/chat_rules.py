@@ -7,10 +7,14 @@ from typing import Any
 
 from ..services import do_start_turn
 from ..services.chats import do_move_queue, do_set_draft, do_set_pending_message, do_truncate_chat
+from ..services.client_tools import (
+    do_complete_client_tool_call,
+    do_confirm_tool_result,
+    do_stream_client_tool_call,
+)
+from ..services.questions import do_change_input_answer, do_complete_input
 from ..services.turns import do_confirm_tool_call, do_turn_cancelled
 from .rule import ActionRule, Dispatch, flag_effect
-
-CONTRIBUTOR_ONLY = "{type}: only the client a call names as its contributor may send it"
 
 
 def _turn_started(d: Dispatch) -> str | None:
@@ -68,8 +72,24 @@ def _words(template: str) -> Callable[[Dispatch], str]:
     return words
 
 
-def _no_input_request(d: Dispatch) -> str:
-    return f"No open input request {d.action.get('requestId')} in this chat"
+def _input_answer_changed(d: Dispatch) -> str | None:
+    return do_change_input_answer(d.host, d.caller, d.chat, d.action)
+
+
+def _input_completed(d: Dispatch) -> str | None:
+    return do_complete_input(d.host, d.caller, d.chat, d.action)
+
+
+def _tool_call_complete(d: Dispatch) -> str | None:
+    return do_complete_client_tool_call(d.host, d.caller, d.chat, d.action)
+
+
+def _tool_call_content_changed(d: Dispatch) -> str | None:
+    return do_stream_client_tool_call(d.host, d.caller, d.chat, d.action)
+
+
+def _tool_call_result_confirmed(d: Dispatch) -> str | None:
+    return do_confirm_tool_result(d.host, d.caller, d.chat, d.action)
 
 
 CHAT_RULES = (
@@ -108,22 +128,22 @@ CHAT_RULES = (
     ActionRule("chat/truncated", grant="chat:truncate", effect=_truncated),
     # Moments this host's backends never have, refused in words.
     ActionRule("chat/turnResume", refusal=_resume_refused, not_yet=True),
+    # A client's tools are the client's to run (sessions/client_tool_calls.py).
     ActionRule(
-        "chat/toolCallComplete", refusal=_words(CONTRIBUTOR_ONLY), not_yet=True, said_by_host=True
+        "chat/toolCallComplete", grant="chat:tool", effect=_tool_call_complete, said_by_host=True
     ),
     ActionRule(
         "chat/toolCallContentChanged",
-        refusal=_words(CONTRIBUTOR_ONLY),
-        not_yet=True,
+        grant="chat:tool",
+        effect=_tool_call_content_changed,
         said_by_host=True,
     ),
-    ActionRule("chat/inputAnswerChanged", refusal=_no_input_request, not_yet=True),
-    ActionRule("chat/inputCompleted", refusal=_no_input_request, not_yet=True),
     ActionRule(
-        "chat/toolCallResultConfirmed",
-        refusal=_words("Tool call {toolCallId} has no result waiting for confirmation"),
-        not_yet=True,
+        "chat/toolCallResultConfirmed", grant="chat:tool", effect=_tool_call_result_confirmed
     ),
+    # Questions a turn puts to a person (sessions/questions.py).
+    ActionRule("chat/inputAnswerChanged", grant="chat:answer", effect=_input_answer_changed),
+    ActionRule("chat/inputCompleted", grant="chat:answer", effect=_input_completed),
     # VS Code's host refuses these in its own words whatever they name.
     ActionRule(
         "chat/workingDirectorySet", refusal=_words("Unsupported action: {type}"), by_design=True
@@ -142,6 +162,7 @@ CHAT_RULES = (
             "chat/toolCallDelta",
             "chat/toolCallReady",
             "chat/usage",
+            "chat/inputRequested",
             "chat/turnComplete",
             "chat/error",
             "chat/turnsLoaded",

@@ -13,6 +13,7 @@ from .. import access
 from ..host import Host
 from ..permissions import denied
 from ..sessions import LiveSession
+from ..sessions.client_tool_calls import fail_calls_of
 from ..sessions.records import derived_default_chat_uri
 from .caller import Caller, session_of, user_message
 from .turns import room_for_agent
@@ -123,6 +124,8 @@ def do_create_session(
         derived_chat_uri=derived_chat_uri,
         origin=origin,
     )
+    if active_client is not None:
+        session.tool_providers.add(active_client["clientId"])  # checked to be the caller's own
     if message is None:
         return Created(session)
     chat = session.chats[session.record.default_chat]
@@ -169,6 +172,21 @@ def do_configure_session(host: Host, caller: Caller, session: LiveSession, actio
 
 
 def do_set_active_client(host: Host, caller: Caller, session: LiveSession, action: Any) -> None:
-    """A client's session/activeClientSet or activeClientRemoved: said; the held state is all
-    it changes."""
+    """A client's session/activeClientSet or activeClientRemoved: said; a client removed
+    fails the calls it was running (sessions/client_tool_calls.py).
+
+    An entry is held under whatever clientId it carries, as the protocol's reducer keys it;
+    but only a client's own announcement makes its tools the agent's to call: tools announced
+    in another client's name would have that client run what it never offered.
+    """
     caller.say(host, session.channel, action)
+    sender = caller.origin["clientId"] if caller.origin is not None else None
+    if action["type"] == "session/activeClientRemoved":
+        session.tool_providers.discard(action["clientId"])
+        fail_calls_of(session, action["clientId"])
+        return
+    client_id = action["activeClient"].get("clientId")
+    if isinstance(client_id, str) and client_id == sender:
+        session.tool_providers.add(client_id)
+    elif isinstance(client_id, str):
+        session.tool_providers.discard(client_id)

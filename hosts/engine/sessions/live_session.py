@@ -35,6 +35,9 @@ class LiveSession:
     row: tuple[tuple[Any, bool, int], SessionSummary] | None = None
     #: Its customizations, by source (customizations.py).
     customizations: SessionCustomizations = field(init=False)
+    #: The clients whose activeClients entry is their own announcement: only their tools are
+    #: offered to an agent (client_tool_calls.py).
+    tool_providers: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         self.customizations = SessionCustomizations(self)
@@ -138,11 +141,23 @@ class LiveChat:
         )
 
     def settle_input_needed(self, turn_id: str, call_id: str) -> None:
-        request_id = input_needed_id(self.record.uri, turn_id, call_id)
+        self.remove_input_needed(input_needed_id(self.record.uri, turn_id, call_id))
+
+    def set_input_needed(self, request: dict[str, Any]) -> None:
+        """Add (or update) one entry of the session's inputNeeded: a SessionInputRequest."""
+        self.session.say({"type": "session/inputNeededSet", "request": request})
+
+    def remove_input_needed(self, request_id: str) -> None:
+        """Take one entry of the session's inputNeeded down, if it is listed."""
         if any(
             r.get("id") == request_id for r in self.session.channel.state.get("inputNeeded", [])
         ):
             self.session.say({"type": "session/inputNeededRemoved", "id": request_id})
+
+    def active_client_ids(self) -> set[str]:
+        """The clients the session lists as active now."""
+        clients = self.session.channel.state.get("activeClients", [])
+        return {c["clientId"] for c in clients if isinstance(c.get("clientId"), str)}
 
 
 def input_needed_id(chat: str, turn_id: str, call_id: str) -> str:

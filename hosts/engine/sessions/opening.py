@@ -8,6 +8,7 @@ from pathlib import Path
 from ...backends.base import AgentChat, BackendError, ChatContext
 from ..terminals import Terminals
 from .agent_terminals import AgentTerminals
+from .client_tool_calls import client_tools_of
 from .jails import session_jail
 from .live_session import LiveChat
 from .local_commands import command_of
@@ -48,6 +49,9 @@ async def open_agent_chat(
             state_dir=state_dir and state_dir / "agents" / record.provider,
             terminals=AgentTerminals(terminals, record, chat.record.uri, jail),
             jail=jail,
+            client_tools=lambda: client_tools_of(
+                chat.session.channel.state, chat.session.tool_providers
+            ),
         )
         chat.agent_chat = await agent.open_chat(context)
         if chat.agent_chat.backend_id != chat.record.backend_id:

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 
 from ..channel import Channel
 from ..fanout import Fanout
+from .client_tool_calls import fail_calls_of
 from .live_session import LiveSession
 from .session_table import Sessions
 
@@ -55,6 +56,7 @@ class Presence:
                 continue
             if not self._present(client_id, session):
                 session.say({"type": "session/activeClientRemoved", "clientId": client_id})
+                fail_calls_of(session, client_id)
 
     def left_later(self, client_id: str, channels: list[Channel]) -> None:
         if not self._sessions_of(channels):

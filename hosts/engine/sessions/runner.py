@@ -15,8 +15,17 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
-from ...backends.base import Context, Cost, PermissionAnswer, PermissionOption
+from ...backends.base import (
+    ClientTool,
+    Context,
+    Cost,
+    InputAnswer,
+    PermissionAnswer,
+    PermissionOption,
+)
 from ..clock import now_ms
+from .client_tool_calls import TURN_ENDED, ClientCallSink, ClientToolCalls, failure
+from .questions import Questions, QuestionSink
 from .turn_usage import TurnUsage
 
 log = logging.getLogger("ahpd.turns")
@@ -27,14 +36,10 @@ _OUTCOMES = {"chat/turnComplete": "complete", "chat/turnCancelled": "cancelled"}
 _part_numbers = itertools.count(1)
 
 
-class TurnSink(Protocol):
+class TurnSink(QuestionSink, ClientCallSink, Protocol):
     """Where a turn's actions go: its chat (sessions/live_session.py's LiveChat)."""
 
     def say(self, action: dict[str, Any]) -> None: ...
-
-    def raise_input_needed(self, turn_id: str, call_id: str) -> None: ...
-
-    def settle_input_needed(self, turn_id: str, call_id: str) -> None: ...
 
 
 class TurnRunner:
@@ -64,6 +69,10 @@ class TurnRunner:
         self.calls: dict[str, str] = {}
         self._titles: dict[str, str] = {}
         self._questions: dict[str, tuple[asyncio.Future[PermissionAnswer], list[str]]] = {}
+        #: What it asks a person (questions.py) and the calls its clients run
+        #: (client_tool_calls.py).
+        self.asked = Questions(chat, self._say)
+        self.client_calls = ClientToolCalls(chat, turn_id, self._say)
         #: Called after each action said (the turn's progress is kept, written behind).
         self.on_said: Callable[[], None] | None = None
         #: Called with each usage report's figures (sessions/metered.py writes them down).
@@ -229,6 +238,52 @@ class TurnRunner:
         question[0].set_result(PermissionAnswer(approved, option_id))
         return True
 
+    async def ask(self, request: Mapping[str, Any]) -> InputAnswer:
+        if self.ended or self.superseded:
+            # chat/inputRequested names no turn: said now, it would land in another's.
+            return InputAnswer("cancel")
+        self._close_part()
+        return await self.asked.ask(request)
+
+    async def run_client_tool(
+        self, call_id: str, tool: ClientTool, *, title: str, tool_input: str
+    ) -> Mapping[str, Any]:
+        """Hand a call to the client that provides its tool. Ready with `confirmed:
+        'not-needed'`: the client runs its own tool in the person's own window, under that
+        window's own confirmation, and a result it wants a person to review it completes with
+        requiresResultConfirmation; asking here too would ask twice for one call."""
+        if self.ended or self.superseded:
+            return failure(TURN_ENDED, title)
+        contributor = {"kind": "client", "clientId": tool.client_id}
+        self.tool_call(call_id, name=tool.name, title=title, contributor=contributor)
+        if self.calls.get(call_id) != "streaming":
+            # Ready or run already: no client was handed it, and nothing waits on one.
+            log.warning("client tool %s run in state %s", call_id, self.calls.get(call_id))
+            result = failure(f"Tool call {call_id} is not waiting to run.", title)
+            self.tool_result(
+                call_id,
+                success=False,
+                message=result["pastTenseMessage"],
+                error=result["error"]["message"],
+            )
+            return result
+        self._titles[call_id] = title
+        self.calls[call_id] = "running"
+        self._say(
+            {
+                "type": "chat/toolCallReady",
+                "turnId": self.turn_id,
+                "toolCallId": call_id,
+                "invocationMessage": title,
+                "toolInput": tool_input,
+                "confirmed": "not-needed",
+            }
+        )
+        try:
+            return await self.client_calls.run(call_id, tool.client_id, title)
+        finally:
+            self.calls[call_id] = "done"
+
     def tool_running(
         self, call_id: str, *, title: str | None = None, tool_input: str | None = None
     ) -> None:
@@ -376,6 +431,8 @@ class TurnRunner:
         for future, _ in list(self._questions.values()):
             if not future.done():
                 future.set_result(PermissionAnswer(False))
+        self.asked.cancel_all()
+        self.client_calls.fail_all()
 
 
 def sender_of(action: Mapping[str, Any]) -> str | None:
