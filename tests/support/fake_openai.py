@@ -6,6 +6,8 @@ ollama, vLLM and OpenAI do, with the answer picked by the conversation's last me
 * a `tool` message -> `The tool said: <first 40 characters of its content>`;
 * a user message starting `read <path>` -> a `read_file` call (arguments in fragments);
   `write <path> <text>` -> `write_file`; `run <command>` -> `run_command`;
+* `call <function> <json arguments>` -> a call of that function (an MCP server's tool, say);
+* `tools?` -> the names of the functions the request offered, comma-separated;
 * `slow` -> a word every 50 ms for about 10 s; `fail` -> HTTP 500;
 * anything else -> `echo: <text>` word by word, after a `reasoning_content` delta.
 
@@ -91,7 +93,12 @@ class _Handler(BaseHTTPRequestHandler):
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
         words = 0
         try:
-            for delta, finish in _script(last.get("role", "user"), text, self.server_fake):
+            offered = [t.get("function", {}).get("name", "") for t in body.get("tools") or []]
+            if last.get("role") == "user" and text.strip() == "tools?":
+                script = _words("tools: " + ",".join(offered))
+            else:
+                script = _script(last.get("role", "user"), text, self.server_fake)
+            for delta, finish in script:
                 words += 1
                 self._chunk({"index": 0, "delta": delta, "finish_reason": finish})
             if include_usage:
@@ -142,6 +149,9 @@ def _script(role: str, text: str, fake: FakeOpenAi) -> Iterator[Step]:
         yield from _tool_call("write_file", {"path": path, "content": content})
     elif command == "run" and rest:
         yield from _tool_call("run_command", {"command": rest})
+    elif command == "call" and rest:
+        name, _, arguments = rest.partition(" ")
+        yield from _tool_call(name, json.loads(arguments or "{}"))
     elif command == "stamped" and rest:
         # For bench/turn.py: N deltas, one every INTERVAL ms, each the moment it was sent
         # (perf_counter is the machine's monotonic clock, the same in every process).

@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hosts.backends.base import Context, Cost, PermissionAnswer, PermissionOption
+from hosts.backends.base import Context, Cost, InputAnswer, PermissionAnswer, PermissionOption
 
 
 @dataclass
@@ -22,6 +22,12 @@ class RecordingEvents:
     )
     #: Set when a permission question arrives, for tests that answer from outside.
     asked: asyncio.Event = field(default_factory=asyncio.Event)
+    #: Answers each question (`ask`, a ChatInputRequest); cancels by default.
+    answer: Callable[[Mapping[str, Any]], InputAnswer] = lambda request: InputAnswer("cancel")
+
+    async def ask(self, request: Mapping[str, Any]) -> InputAnswer:
+        self.log.append(("ask", {"request": dict(request)}))
+        return self.answer(request)
 
     def text(self, content: str) -> None:
         self.log.append(("text", {"content": content}))

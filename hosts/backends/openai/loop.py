@@ -26,6 +26,7 @@ from hosts.backends.base import (
 )
 from hosts.backends.fence import Fence
 
+from .mcp_tools import McpOffer, run_mcp_call
 from .message import user_message
 from .sandbox import Sandbox
 from .stream import PendingCall, Reply, Usage, assistant_message, stream_reply
@@ -67,6 +68,8 @@ class OpenAiChat:
                 self._messages.append({"role": "assistant", "content": earlier["assistant"]})
         self._task: asyncio.Task[TurnEnd] | None = None
         self._steering: list[str] = []
+        #: The MCP tools the last model call was offered.
+        self._offer: McpOffer | None = None
 
     def _system_prompt(self) -> str:
         roots = self._sandbox.fence.roots
@@ -153,10 +156,16 @@ class OpenAiChat:
         self._messages.append(user_message(request))
         usage = Usage()
         reply = Reply()
+        mcp = self._context.mcp
         try:
+            if mcp is not None:
+                await mcp.settled()  # a server still starting offers its tools from the start
             for _ in range(MAX_MODEL_CALLS):
                 reply = Reply()
-                await stream_reply(self._client, model, self._messages, reply, events, usage)
+                self._offer = McpOffer(mcp.tools()) if mcp is not None else None
+                await stream_reply(
+                    self._client, model, self._messages, reply, events, usage, self._offer
+                )
                 self._messages.append(assistant_message(reply))
                 # Tools run whenever the answer holds calls rather than on finish_reason
                 # "tool_calls" alone: ollama and some llama.cpp templates finish with "stop".
@@ -236,6 +245,16 @@ class OpenAiChat:
         """Run one call through the confirmation path; return what the model is told."""
         tool_input = call.arguments or "{}"
         tool = TOOLS.get(call.name)
+        mcp_tool = self._offer.get(call.name) if self._offer is not None else None
+        if tool is None and mcp_tool is not None and self._context.mcp is not None:
+            return await run_mcp_call(
+                self._context.mcp,
+                mcp_tool,
+                call.call_id,
+                call.arguments,
+                events,
+                self._permission_mode(),
+            )
         shown = tool.label if tool else call.name
         try:
             if tool is None:

@@ -18,6 +18,7 @@ from openai.types.completion_usage import CompletionUsage
 
 from hosts.backends.base import TurnEvents
 
+from .mcp_tools import McpOffer, contributor, title_of
 from .tools import TOOL_PARAMS, TOOLS
 
 
@@ -70,12 +71,14 @@ async def stream_reply(
     reply: Reply,
     events: TurnEvents,
     usage: Usage,
+    offer: McpOffer | None = None,
 ) -> None:
-    """Ask the model for its next answer and assemble it into `reply` as it streams."""
+    """Ask the model for its next answer and assemble it into `reply` as it streams; `offer`:
+    the MCP servers' tools it is offered beside the host's own."""
     stream = await client.chat.completions.create(
         model=model,
         messages=messages,
-        tools=TOOL_PARAMS,
+        tools=[*TOOL_PARAMS, *(offer.params() if offer is not None else ())],
         stream=True,
         stream_options={"include_usage": True},
     )
@@ -89,12 +92,14 @@ async def stream_reply(
             for choice in chunk.choices:
                 if choice.index != 0:
                     continue
-                take_delta(choice.delta, reply, events)
+                take_delta(choice.delta, reply, events, offer)
     if last is not None and last.usage is not None:
         usage.add(last.usage, last.model)
 
 
-def take_delta(delta: ChoiceDelta, reply: Reply, events: TurnEvents) -> None:
+def take_delta(
+    delta: ChoiceDelta, reply: Reply, events: TurnEvents, offer: McpOffer | None = None
+) -> None:
     """One streamed piece of the answer: text, thinking, or tool call fragments."""
     if delta.content:
         reply.text.append(delta.content)
@@ -123,12 +128,22 @@ def take_delta(delta: ChoiceDelta, reply: Reply, events: TurnEvents) -> None:
             # Announced once its name is known; arguments that came first follow at once.
             call.started = True
             tool = TOOLS.get(call.name)
-            events.tool_call(
-                call.call_id,
-                name=call.name,
-                title=tool.label if tool else call.name,
-                kind=tool.kind if tool else "other",
-            )
+            mcp = offer.get(call.name) if offer is not None and tool is None else None
+            if mcp is not None:
+                events.tool_call(
+                    call.call_id,
+                    name=call.name,
+                    title=title_of(mcp),
+                    kind="other",
+                    contributor=contributor(mcp),
+                )
+            else:
+                events.tool_call(
+                    call.call_id,
+                    name=call.name,
+                    title=tool.label if tool else call.name,
+                    kind=tool.kind if tool else "other",
+                )
             if call.arguments:
                 events.tool_call(call.call_id, name=call.name, partial_input=call.arguments)
         elif call.started and piece:
