@@ -39,6 +39,10 @@ async def open_agent_chat(
             if t.get("state") == "complete" and command_of(t["message"].get("text", "")) is None
         ]
         jail = session_jail(terminals.sandbox, record)
+        mcp = chat.session.mcp
+        if mcp is not None:
+            await mcp.offered()
+        starts_own = bool(getattr(agent, "starts_mcp_servers", False))
         context = ChatContext(
             chat=chat.record.uri,
             working_directories=[file_path(u) for u in record.working_directories] or [Path.cwd()],
@@ -48,6 +52,9 @@ async def open_agent_chat(
             state_dir=state_dir and state_dir / "agents" / record.provider,
             terminals=AgentTerminals(terminals, record, chat.record.uri, jail),
             jail=jail,
+            mcp_servers=mcp.enabled() if mcp is not None and starts_own else (),
+            mcp_state=mcp.say_state if mcp is not None else None,
+            mcp=mcp.for_loop() if mcp is not None and not starts_own else None,
         )
         chat.agent_chat = await agent.open_chat(context)
         if chat.agent_chat.backend_id != chat.record.backend_id:

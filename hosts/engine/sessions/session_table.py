@@ -58,6 +58,9 @@ class Sessions:
         self.on_activity: Callable[[], None] = lambda: None
         #: Root config's chatMoves.enabled, read when a chat's movable is said.
         self.moves_enabled: Callable[[], bool] = lambda: False
+        #: Told of each session as it opens (made, read back) and as it is disposed.
+        self.on_opened: Callable[[LiveSession], None] = lambda session: None
+        self.on_disposed: Callable[[LiveSession], None] = lambda session: None
 
     # -- lookups --------------------------------------------------------------------------
 
@@ -155,6 +158,7 @@ class Sessions:
             record, self.fanout.open(Channel(record.uri, "session", state)), self.fanout
         )
         self.sessions[record.uri] = session
+        self.on_opened(session)
         for chat in chats:
             if chat.turn_count and not chat.turns:
                 self.dormant[chat.uri] = chat
@@ -328,6 +332,7 @@ class Sessions:
             await close_chat(chat, cancel=True)
             self.fanout.close(chat.record.uri)
         self.fanout.close(session.record.uri)
+        self.on_disposed(session)
         if session.record.announced:
             self._notify_root(
                 "root/sessionRemoved", session.record, {"session": session.record.uri}
