@@ -94,6 +94,8 @@ class McpServerConnection:
         self._stop = asyncio.Event()
         self._settled = asyncio.Event()
         self._settled.set()
+        #: A start asked for while it was being stopped.
+        self._start_after_stop = False
         self._lock = asyncio.Lock()
         #: The events of the call in flight, whose person a question goes to.
         self._events: TurnEvents | None = None
@@ -104,12 +106,25 @@ class McpServerConnection:
         self._refused_status: int | None = None
 
     @property
+    def ready(self) -> bool:
+        """Connected, and not being stopped: its tools may be offered and called."""
+        return self.state.get("kind") == "ready" and not self._stop.is_set()
+
+    @property
     def running(self) -> bool:
-        """Starting or ready: its task is alive."""
+        """Starting, ready or being stopped: its task is alive."""
         return self._task is not None and not self._task.done()
 
+    @property
+    def stopping(self) -> bool:
+        return self.running and self._stop.is_set()
+
     def start(self) -> None:
-        """Connect, unless it is connecting or connected already."""
+        """Connect, unless it is connecting or connected already; one being stopped is
+        connected again once it has stopped."""
+        if self.stopping:
+            self._start_after_stop = True
+            return
         if self.running:
             return
         self._stop = asyncio.Event()
@@ -119,6 +134,7 @@ class McpServerConnection:
 
     async def stop(self) -> None:
         """Disconnect (a stdio server is stopped) and say it stopped."""
+        self._start_after_stop = False
         task = self._task
         if task is not None and not task.done():
             self._stop.set()
@@ -128,6 +144,9 @@ class McpServerConnection:
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
         self._say(STOPPED)
+        if self._start_after_stop:
+            self._start_after_stop = False
+            self.start()
 
     async def settled(self) -> None:
         """Wait until it is no longer starting."""
@@ -139,7 +158,7 @@ class McpServerConnection:
         """Call one of its tools; a failure is an outcome (success False), never raised."""
         async with self._lock:
             client = self._client
-            if client is None or self.state.get("kind") != "ready":
+            if client is None or not self.ready:
                 return McpCallOutcome(False, f"The MCP server {self.spec.name} is not running.")
             self._events = events
             try:

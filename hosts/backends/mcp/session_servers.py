@@ -39,6 +39,11 @@ class SessionMcpServers:
         connection = self._connections.get(server_id)
         return dict(connection.state) if connection is not None else None
 
+    def running(self, server_id: str) -> bool:
+        """Starting or ready, and not being stopped."""
+        connection = self._connections.get(server_id)
+        return connection is not None and connection.running and not connection.stopping
+
     def start(self, spec: McpServerSpec) -> None:
         """Connect to the server unless it is connecting or connected already."""
         connection = self._connections.get(spec.id)
@@ -77,7 +82,7 @@ class SessionMcpServers:
         return [
             tool
             for connection in self._connections.values()
-            if connection.state.get("kind") == "ready"
+            if connection.ready
             for tool in connection.tools
         ]
 

@@ -158,7 +158,7 @@ class SessionMcp:
         self._held.discard(server_id)
         connections = self._connect()
         now = connections.state(server_id)
-        if now is not None and now.get("kind") in ("starting", "ready"):
+        if now is not None and connections.running(server_id):
             self.say_state(server_id, now)
             return
         connections.start(spec)
