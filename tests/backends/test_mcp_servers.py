@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -327,7 +328,7 @@ async def test_the_openai_loop_calls_an_mcp_tool_its_call_naming_the_server(
     assert end.state == "complete"
     started = next(p for m, p in events.log if m == "tool_call" and p["title"])
     assert started["name"] == "calc__add" and started["title"] == "calc: add"
-    assert started["contributor"] == {"kind": "mcp", "customizationId": "mcp:calc"}
+    assert started.get("contributor") == {"kind": "mcp", "customizationId": "mcp:calc"}
     # Read-only: nobody asked, even in the default mode.
     assert "permission" not in events.kinds()
     [result] = [p for m, p in events.log if m == "tool_result"]
@@ -386,3 +387,14 @@ async def test_a_stopped_servers_tools_are_not_offered(servers, fake, tmp_path):
     events = RecordingEvents()
     await run_turn(fake, tmp_path, made, "tools?", events)
     assert "calc__add" not in events.texts() and "read_file" in events.texts()
+
+
+async def test_closing_the_sessions_servers_ends_a_stdio_servers_process(tmp_path):
+    made = SessionMcpServers(folder=tmp_path, on_state=States())
+    await ready(made, stdio_spec())
+    where = next(tool for tool in made.tools() if tool.name == "where")
+    outcome = await made.call(where, {}, RecordingEvents())
+    pid = int(dict(pair.split("=", 1) for pair in outcome.text.split())["pid"])
+    await made.close()
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)

@@ -45,19 +45,16 @@ class RecordingEvents:
         partial_input: str | None = None,
         contributor: Mapping[str, Any] | None = None,
     ) -> None:
-        self.log.append(
-            (
-                "tool_call",
-                {
-                    "call_id": call_id,
-                    "name": name,
-                    "title": title,
-                    "kind": kind,
-                    "partial_input": partial_input,
-                    "contributor": dict(contributor) if contributor else None,
-                },
-            )
-        )
+        report: dict[str, Any] = {
+            "call_id": call_id,
+            "name": name,
+            "title": title,
+            "kind": kind,
+            "partial_input": partial_input,
+        }
+        if contributor:
+            report["contributor"] = dict(contributor)
+        self.log.append(("tool_call", report))
 
     async def permission(
         self,

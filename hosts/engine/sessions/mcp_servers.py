@@ -85,6 +85,8 @@ class SessionMcp:
         self._connections: SessionMcpServers | None = None
         #: Servers a person stopped: not started again until a person starts them.
         self._held: set[str] = set()
+        #: The session is gone: what its servers report is said to nobody.
+        self._closed = False
         session.customizations.on_toggled.append(self._toggled)
 
     async def offer(self, directory: McpServerDirectory) -> None:
@@ -111,7 +113,7 @@ class SessionMcp:
 
     def say_state(self, server_id: str, state: Any) -> None:
         """A server's state as its runner reports it, said where it moved."""
-        if server_id in self.specs:
+        if server_id in self.specs and not self._closed:
             self.session.customizations.server_state(server_id, dict(state))
 
     def state(self, server_id: str) -> dict[str, Any]:
@@ -192,6 +194,7 @@ class SessionMcp:
 
     async def close(self) -> None:
         """The session is gone: every server it connected to is stopped."""
+        self._closed = True
         if self._connections is not None:
             await self._connections.close()
 
