@@ -57,6 +57,8 @@ async def test_the_agent_is_handed_each_server_and_they_are_said_ready(
     assert "issues=http http://127.0.0.1:9/mcp headers:Authorization" in said
     assert states.kinds("mcp:files") == ["starting", "ready"]
     assert states.kinds("mcp:issues") == ["starting", "ready"]
+    await chat.close()
+    assert states.kinds("mcp:files") == ["starting", "ready", "stopped"]
 
 
 async def test_a_loaded_session_is_handed_them_again(open_acp_chat: OpenChat) -> None:

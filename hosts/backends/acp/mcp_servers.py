@@ -76,6 +76,8 @@ class HandedServers:
         self._on_state = on_state
         self.handed = [s for s in specs if s.transport == "stdio" or takes_http]
         self.refused = [s for s in specs if s not in self.handed]
+        #: Whether the agent took them (said ready), so that its going stops them.
+        self._taken = False
 
     def servers(self) -> list[Handed]:
         return [acp_server(spec) for spec in self.handed]
@@ -87,8 +89,17 @@ class HandedServers:
             self._failed(spec, "The agent does not take MCP servers over HTTP.")
 
     def ready(self) -> None:
+        self._taken = True
         for spec in self.handed:
             self._say(spec, {"kind": "ready"})
+
+    def stopped(self) -> None:
+        """The agent went, and the servers it started with it (a failure stays said)."""
+        if not self._taken:
+            return
+        self._taken = False
+        for spec in self.handed:
+            self._say(spec, {"kind": "stopped"})
 
     def failed(self, why: str) -> None:
         for spec in self.handed:

@@ -22,11 +22,11 @@ import asyncio
 import contextlib
 import json
 import logging
-import tempfile
+import os
 from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import httpx2
 from mcp import Client, StdioServerParameters
@@ -99,7 +99,7 @@ class McpServerConnection:
         self._lock = asyncio.Lock()
         #: The events of the call in flight, whose person a question goes to.
         self._events: TurnEvents | None = None
-        self._errlog: IO[str] | None = None
+        self._errlog: StderrTail | None = None
         #: The WWW-Authenticate challenge of an http server that answered 401 (the resource
         #: metadata a sign-in starts from); None: none was seen. Read by MCP sign-in.
         self.challenge: str | None = None
@@ -240,9 +240,9 @@ class McpServerConnection:
         if jail is not None:
             # What it names (a script, its folder) is bound read-only where it lies.
             argv, env = jail.wrap(argv, cwd=cwd, env=env, needs=(*spec.args, cwd))
-        self._errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
+        self._errlog = StderrTail(STDERR_TAIL)
         params = StdioServerParameters(command=argv[0], args=argv[1:], env=env, cwd=cwd)
-        return stdio_client(params, errlog=self._errlog)
+        return stdio_client(params, errlog=self._errlog.file)
 
     async def _saw_response(self, response: httpx2.Response) -> None:
         """Keep a refusal the SDK reports only as an error response: its status, and the
@@ -310,16 +310,7 @@ class McpServerConnection:
         return self._hide(said)
 
     def _stderr_tail(self) -> str:
-        errlog = self._errlog
-        if errlog is None:
-            return ""
-        with contextlib.suppress(OSError, ValueError):
-            errlog.flush()
-            errlog.seek(0, 2)
-            size = errlog.tell()
-            errlog.seek(max(0, size - STDERR_TAIL * 4))
-            return errlog.read()[-STDERR_TAIL:].strip()
-        return ""
+        return self._errlog.text() if self._errlog is not None else ""
 
     def _hide(self, text: str) -> str:
         """The text with every secret of the spec (env and header values) cut out."""
@@ -331,6 +322,52 @@ class McpServerConnection:
                 if len(token) >= 4:
                     text = text.replace(token, HIDDEN)
         return text
+
+
+class StderrTail:
+    """A stdio server's stderr, of which only the last `limit` characters are kept (a chatty
+    server fills neither memory nor disk)."""
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        read, write = os.pipe()
+        os.set_blocking(read, False)
+        self._read = read
+        #: What the server's stderr is (its write end, handed to the process).
+        self.file = os.fdopen(write, "w")
+        self._kept = bytearray()
+        self._loop = asyncio.get_running_loop()
+        self._loop.add_reader(read, self._take)
+
+    def _take(self) -> None:
+        try:
+            chunk = os.read(self._read, 65536)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self._loop.remove_reader(self._read)
+            return
+        self._kept += chunk
+        del self._kept[: -self._limit * 4]
+
+    def text(self) -> str:
+        """What it said last, on its last lines."""
+        if self._read >= 0:
+            self._take()
+        said = self._kept.decode("utf-8", errors="replace")
+        return said[-self._limit :].strip()
+
+    def close(self) -> None:
+        if self._read < 0:
+            return
+        self._loop.remove_reader(self._read)
+        with contextlib.suppress(OSError):
+            self.file.close()
+        with contextlib.suppress(OSError):
+            os.close(self._read)
+        self._read = -1
 
 
 def describe(error: BaseException) -> str:
