@@ -385,3 +385,24 @@ async def test_an_acp_agent_is_handed_the_servers_and_cannot_be_asked_to_start_o
     assert servers_of(client, session)["mcp:calc"]["state"] == {"kind": "ready"}
     no_secret_in(client)
     await client.assert_conforms(session)
+
+
+# -- after a restart (last: it restarts the module's server) -------------------------------------
+
+
+async def test_a_session_read_back_after_a_restart_is_offered_its_servers_again(
+    server, connect, workdir
+):
+    client = await signed_in(server, connect)
+    session, chat = await new_session(client, workdir)
+    await ask(client, chat, 'call calc__add {"a": 1, "b": 2}')
+    await client.close()
+    server.stop()
+    server.start()
+    again = await signed_in(server, connect)
+    await again.request("subscribe", {"channel": session})
+    servers = await listed(again, session)
+    assert {s["state"]["kind"] for s in servers.values()} == {"stopped"}
+    await again.request("subscribe", {"channel": chat})
+    end, _, reply = await ask(again, chat, 'call calc__add {"a": 2, "b": 2}')
+    assert end["type"] == "chat/turnComplete" and reply == "The tool said: 4"
