@@ -387,6 +387,18 @@ async def test_an_acp_agent_is_handed_the_servers_and_cannot_be_asked_to_start_o
     await client.assert_conforms(session)
 
 
+async def test_a_server_switched_off_is_not_handed_to_an_acp_agent(server, connect, workdir):
+    client = await signed_in(server, connect)
+    session, chat = await new_session(client, workdir, provider="fake")
+    await listed(client, session)
+    assert "rejectionReason" not in await toggle(client, session, "mcp:web", False)
+    _, _, reply = await ask(client, chat, "mcp?")
+    assert "calc=" in reply and "web=" not in reply
+    await state_becomes(client, session, "mcp:calc", "ready")
+    assert servers_of(client, session)["mcp:web"]["state"] == {"kind": "stopped"}
+    await client.assert_conforms(session)
+
+
 # -- after a restart (last: it restarts the module's server) -------------------------------------
 
 
