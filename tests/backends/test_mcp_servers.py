@@ -25,7 +25,7 @@ from hosts.backends.base import (
     PermissionAnswer,
     TurnRequest,
 )
-from hosts.backends.mcp import SessionMcpServers
+from hosts.backends.mcp import McpServerConnection, SessionMcpServers
 from hosts.backends.openai import OpenAiAgent
 from hosts.backends.sandbox import Sandbox, SandboxSettings, probe
 from tests.support.fake_openai import MODEL, FakeOpenAi
@@ -398,3 +398,29 @@ async def test_closing_the_sessions_servers_ends_a_stdio_servers_process(tmp_pat
     await made.close()
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+async def test_a_server_of_before_2026_asks_its_question_with_elicitation_create(tmp_path):
+    """The initialize handshake of 2025: the server's question is a request of its own
+    (`elicitation/create`) while the call is in flight, and goes to that call's person."""
+    states = States()
+    connection = McpServerConnection(stdio_spec(), folder=tmp_path, on_state=states, mode="legacy")
+    connection.start()
+    await asyncio.wait_for(connection.settled(), 60)
+    assert connection.state == {"kind": "ready"}
+    events = RecordingEvents(
+        answer=lambda request: InputAnswer(
+            "accept",
+            {
+                "color": {"state": "submitted", "value": {"kind": "selected", "value": "blue"}},
+                "count": {"state": "submitted", "value": {"kind": "number", "value": 1}},
+                "note": {"state": "submitted", "value": {"kind": "text", "value": "old"}},
+            },
+        )
+    )
+    try:
+        outcome = await connection.call("pick_color", {}, events)
+    finally:
+        await connection.stop()
+    assert outcome.text == "1 x blue (old)"
+    assert [m for m, _ in events.log] == ["ask"]

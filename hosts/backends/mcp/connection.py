@@ -81,8 +81,12 @@ class McpServerConnection:
         on_state: OnState,
         jail: Jail | None = None,
         auth: httpx2.Auth | None = None,
+        mode: str = "auto",
     ) -> None:
+        """`mode`: how the protocol version is agreed (the SDK's: `auto` asks the server what
+        it speaks, 2026-07-28 or older; `legacy` uses the initialize handshake of before)."""
         self.spec = spec
+        self._mode = mode
         self._folder = folder
         self._on_state = on_state
         self._jail = jail
@@ -185,6 +189,7 @@ class McpServerConnection:
                     elicitation_callback=self._elicit,
                     client_info=Implementation(name="ahpd", version="1"),
                     cache=None,
+                    mode=self._mode,
                 )
                 await stack.enter_async_context(client)
                 self.tools = await self._list_tools(client)

@@ -33,6 +33,8 @@ from .records import SessionRecord, file_path
 log = logging.getLogger("ahpd.mcp")
 
 STOPPED: dict[str, Any] = {"kind": "stopped"}
+#: How long an agent's opening waits for the directory to say what its session is offered.
+OFFER_TIMEOUT_S = 30.0
 #: The reference's words where the session's agent runs its servers itself.
 NOT_STARTABLE = "The session provider does not support starting MCP servers."
 
@@ -104,8 +106,12 @@ class SessionMcp:
         self._offered.set()
 
     async def offered(self) -> None:
-        """Wait until the session's servers are known."""
-        await self._offered.wait()
+        """Wait until the session's servers are known (a directory that does not answer in
+        OFFER_TIMEOUT_S is logged, and the agent opens with none)."""
+        try:
+            await asyncio.wait_for(self._offered.wait(), OFFER_TIMEOUT_S)
+        except TimeoutError:
+            log.warning("%s: the MCP directory did not answer in time", self.session.record.uri)
 
     def enabled(self) -> list[McpServerSpec]:
         """The servers nobody switched off for the session."""
