@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -101,9 +102,17 @@ class States:
 
     def __init__(self) -> None:
         self.said: list[tuple[str, dict[str, Any]]] = []
+        self.moved = asyncio.Event()
 
     def __call__(self, server_id: str, state: dict[str, Any]) -> None:
         self.said.append((server_id, state))
+        self.moved.set()
+
+    async def reach(self, server_id: str, kind: str) -> None:
+        """Wait until the server's last said state is of `kind`."""
+        while (self.kinds(server_id) or [None])[-1] != kind:
+            self.moved.clear()
+            await self.moved.wait()
 
     def kinds(self, server_id: str) -> list[str]:
         return [state["kind"] for sid, state in self.said if sid == server_id]
@@ -424,3 +433,19 @@ async def test_a_server_of_before_2026_asks_its_question_with_elicitation_create
         await connection.stop()
     assert outcome.text == "1 x blue (old)"
     assert [m for m, _ in events.log] == ["ask"]
+
+
+async def test_a_stdio_server_that_dies_is_said_failed_without_waiting_for_a_call(servers):
+    made, states = servers
+    await ready(made, stdio_spec())
+    where = next(tool for tool in made.tools() if tool.name == "where")
+    outcome = await made.call(where, {}, RecordingEvents())
+    pid = int(dict(pair.split("=", 1) for pair in outcome.text.split())["pid"])
+    os.kill(pid, signal.SIGKILL)
+    await asyncio.wait_for(states.reach("mcp:calc", "error"), 30)
+    [*_, failed] = [state for sid, state in states.said if sid == "mcp:calc"]
+    assert failed["error"] == {
+        "errorType": "mcp-server-failed",
+        "message": "The MCP server calc exited.",
+    }
+    assert made.tools() == []

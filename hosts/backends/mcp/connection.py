@@ -23,11 +23,12 @@ import contextlib
 import json
 import logging
 import os
-from collections.abc import Callable, Mapping
-from contextlib import AsyncExitStack
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx2
 from mcp import Client, StdioServerParameters
 from mcp.client.session import ClientRequestContext
@@ -185,7 +186,7 @@ class McpServerConnection:
         try:
             async with AsyncExitStack() as stack:
                 client = Client(
-                    await self._transport(stack),
+                    _watched(await self._transport(stack), self._ended),
                     elicitation_callback=self._elicit,
                     client_info=Implementation(name="ahpd", version="1"),
                     cache=None,
@@ -220,6 +221,12 @@ class McpServerConnection:
     def _too_slow(self) -> None:
         if self._task is not None and self.state.get("kind") == "starting":
             self._task.cancel()
+
+    def _ended(self) -> None:
+        """The server's side of the connection ended (a stdio server exited) without being
+        asked to: said failed at once, not at the next call."""
+        if not self._stop.is_set() and self.state.get("kind") == "ready":
+            self._fail(f"The MCP server {self.spec.name} exited.")
 
     def _fail(self, message: str) -> None:
         """The server failed while connected: said, and the connection let go."""
@@ -327,6 +334,31 @@ class McpServerConnection:
                 if len(token) >= 4:
                     text = text.replace(token, HIDDEN)
         return text
+
+
+@asynccontextmanager
+async def _watched(
+    transport: AbstractAsyncContextManager[Any], on_end: Callable[[], None]
+) -> AsyncIterator[Any]:
+    """The transport, with `on_end` told when what the server sends ends (its process exited,
+    its stream closed), through a stream of our own in front of the transport's."""
+    async with transport as (read, write):
+        send, receive = anyio.create_memory_object_stream[Any](0)
+
+        async def pump() -> None:
+            async with send:
+                with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    async for item in read:
+                        await send.send(item)
+            on_end()
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(pump)
+            try:
+                async with receive:
+                    yield receive, write
+            finally:
+                tasks.cancel_scope.cancel()
 
 
 class StderrTail:
