@@ -71,6 +71,48 @@ class McpServerSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class McpTool:
+    """One tool of a ready MCP server, as the host's own agent loop offers it to a model."""
+
+    #: The server's McpServerSpec.id (`mcp:<name>`): the call's contributor.
+    server_id: str
+    server_name: str
+    #: The tool's own name on its server.
+    name: str
+    title: str | None = None
+    description: str = ""
+    #: JSON Schema of its input (an object schema).
+    input_schema: Mapping[str, Any] = field(default_factory=dict)
+    #: Its annotations say it changes nothing (readOnlyHint): nobody is asked before it runs.
+    read_only: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class McpCallOutcome:
+    """What a call to an MCP tool came to: its text for the model, and whether it failed."""
+
+    success: bool
+    text: str
+
+
+class McpServers(Protocol):
+    """The MCP servers a session's host-run agent loop reaches (hosts/backends/mcp): the
+    engine starts and stops each; a turn lists their tools and calls them."""
+
+    def tools(self) -> list[McpTool]:
+        """The tools of every server that is ready now."""
+
+    async def settled(self) -> None:
+        """Wait until no server is still starting (each ready, failed or stopped)."""
+
+    async def call(
+        self, tool: McpTool, arguments: Mapping[str, Any], events: TurnEvents
+    ) -> McpCallOutcome:
+        """Call the tool, one call at a time per server; a question the server asks meanwhile
+        (elicitation) is asked through `events.ask`."""
+
+
+@dataclass(frozen=True, slots=True)
 class ClientTool:
     """A tool one of the session's active clients provides (SessionActiveClient.tools): that
     client runs a call to it and answers with chat/toolCallComplete."""
@@ -181,6 +223,12 @@ class ChatContext:
     #: The MCP servers enabled for the session now (its owner is offered them and nobody
     #: switched them off), for a backend whose agent starts its own (ACP's session/new).
     mcp_servers: Sequence[McpServerSpec] = ()
+    #: Where a backend whose agent starts its own MCP servers reports what the host can know of
+    #: their state (McpServerState by spec id); None: nobody is told.
+    mcp_state: Callable[[str, Mapping[str, Any]], None] | None = None
+    #: The session's MCP servers as the host connects to them, for a backend that runs its
+    #: own agent loop (the openai loop); None: none.
+    mcp: McpServers | None = None
     #: The tools the session's active clients provide, read as each turn starts (a running
     #: turn keeps the set it started with); None: no client can run a tool here.
     client_tools: Callable[[], Sequence[ClientTool]] | None = None
@@ -344,6 +392,10 @@ class Agent(Protocol):
     #: chat next needs it. A backend whose chat is an object in this process (the openai loop,
     #: which holds the conversation's tool calls) is never let go.
     holds_process: bool
+    #: Whether its agent starts the session's MCP servers itself, handed them in
+    #: ChatContext.mcp_servers (ACP), rather than the host connecting to them for it
+    #: (ChatContext.mcp, the openai loop).
+    starts_mcp_servers: bool
 
     def info(self) -> dict[str, Any]:
         """The AgentInfo root state lists: provider, displayName, description, models."""

@@ -50,6 +50,7 @@ from .sessions import Presence, RunningAgents, Sessions, Turns
 from .sessions.attachments import Attachments
 from .sessions.folder_customization_watches import FolderCustomizations
 from .sessions.local_commands import LocalCommands
+from .sessions.mcp_servers import McpServersOfSessions
 from .terminals import Terminals
 from .terminals.shells import chosen_shell
 from .writebehind import WriteBehind
@@ -121,7 +122,7 @@ class Host:
             self.folder_watchers,
             settings.presence_grace_s,
         )
-        self.sessions.on_opened = self.folder_customizations.opened
+        self.sessions.on_opened.append(self.folder_customizations.opened)
         #: Each session's uncommitted changes, where it works in git.
         self.changesets = Changesets(
             self.fanout,
@@ -189,6 +190,18 @@ class Host:
         self.mcp_directory: McpServerDirectory = ListedMcpServers()
         #: Tokens connections pushed for an MCP server's protected resource (authenticate).
         self.resource_tokens = ResourceTokens(self.client_requests.notify)
+        #: Each session's MCP servers, offered as it opens (sessions/mcp_servers.py).
+        self.mcp_servers = McpServersOfSessions(
+            self.sessions.agents,
+            lambda: self.sessions.sessions.values(),
+            lambda: self.mcp_directory,
+            self.sandbox,
+        )
+        self.sessions.on_opened.append(self.mcp_servers.opened)
+        self.sessions.on_disposed.append(self.mcp_servers.disposed)
+        #: What a new session of any agent starts with (AgentInfo.customizations): the MCP
+        #: servers offered host-wide, read as the host starts.
+        self.agent_customizations: list[dict[str, Any]] = []
         self._root: Channel | None = None
         #: The root as every root config push taken so far leaves it, while some are taken
         #: and not yet said (committing); None when all are said.
@@ -229,8 +242,13 @@ class Host:
 
     def agents_info(self) -> list[dict[str, Any]]:
         """Root state's `agents`: each agent's AgentInfo, with the people resource."""
+        offered = self.agent_customizations
         return [
-            {**agent.info(), "protectedResources": [USERS_RESOURCE_METADATA]}
+            {
+                **agent.info(),
+                "protectedResources": [USERS_RESOURCE_METADATA],
+                **({"customizations": [dict(c) for c in offered]} if offered else {}),
+            }
             for agent in self.sessions.agents.values()
         ]
 
@@ -254,6 +272,7 @@ class Host:
                 replay_bytes=self.settings.replay_bytes,
             )
             values = root_config.defaults(config_schema)
+            self.agent_customizations = await self.mcp_servers.host_wide()
             for key, value in (await self.store.load_root_config()).items():
                 # A value kept before the wire's limits were checked would make every root
                 # snapshot unsayable: it is left out, loudly, rather than brought back.
@@ -309,6 +328,7 @@ class Host:
         # A shell outlives no server: every terminal's process group is killed.
         await self.terminals.stop()
         await self.sessions.shutdown()
+        await self.mcp_servers.stop()
         await self.watches.stop()
         await self.changesets.stop()
         await self.folder_customizations.stop()

@@ -542,6 +542,9 @@ ACTION_SHAPES: dict[str, ShapeCheck] = {
     "session/activeClientRemoved": _field("clientId", str, "must be a string"),
     "session/configChanged": _field("config", dict, "must be an object"),
     "session/customizationToggled": _all(_field("id", str, "must be a string"), _enablement),
+    "session/mcpServerStartRequested": _field("id", str, "must be a string"),
+    "session/mcpServerStopRequested": _field("id", str, "must be a string"),
+    "session/mcpServerBackgroundRequested": _field("id", str, "must be a string"),
     "chat/turnStarted": _turn_started,
     "chat/turnCancelled": _all(
         _field("turnId", str, "must be a string"), _field("duration", (int, float), "is required")

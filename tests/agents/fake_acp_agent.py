@@ -33,10 +33,15 @@ message's first word:
 * `sloppy`: sends what real agents have sent and the SDK's models reject or do not expect
   (`usage_update` with `used: null`, an update for a tool call never announced, an unknown
   update kind), then replies as usual.
+* `mcp?`: replies with the MCP servers its session was handed (session/new or load), each as
+  `<name>=<command> <args...>` (stdio, with `env:<names>`) or `<name>=http <url>` (with
+  `headers:<names>`), `none` when there were none. Secrets' values are never said.
 * anything else: `echo: <prompt>`, streamed word by word.
 
 Set `FAKE_ACP_REQUIRE_AUTH=1` to make sessions need `authenticate(method_id="fake-login")`, and
-`FAKE_ACP_NO_LOAD=1` to make the agent say it cannot load sessions.
+`FAKE_ACP_NO_LOAD=1` to make the agent say it cannot load sessions. It says it takes MCP servers
+over HTTP unless `FAKE_ACP_NO_MCP_HTTP=1`; a session handed a server whose name starts with
+`broken` is refused, naming it.
 """
 
 from __future__ import annotations
@@ -63,6 +68,7 @@ from acp.schema import (
     Implementation,
     InitializeResponse,
     LoadSessionResponse,
+    McpCapabilities,
     NewSessionResponse,
     PermissionOption,
     PromptCapabilities,
@@ -142,6 +148,23 @@ def _signalled(pid: int) -> str:
     return f"signalled {pid}"
 
 
+def _mcp_servers(servers: Any) -> list[str]:
+    """The MCP servers a session was handed, each said as `mcp?` says it (no secret's value);
+    a server named `broken...` is refused, as an agent that cannot start one would."""
+    said = []
+    for server in servers or []:
+        name = server.name
+        if name.startswith("broken"):
+            raise RequestError.invalid_params({"details": f"cannot start MCP server {name}"})
+        if getattr(server, "type", None) == "http":
+            headers = ",".join(h.name for h in server.headers)
+            said.append(f"{name}=http {server.url} headers:{headers}")
+        else:
+            env = ",".join(e.name for e in server.env)
+            said.append(f"{name}={' '.join([server.command, *server.args])} env:{env}")
+    return said
+
+
 def _usage(used: int, data: dict[str, Any]) -> UsageUpdate:
     """A usage_update: the context's fill, and the session's cost once it has one."""
     cost = None
@@ -211,6 +234,7 @@ class FakeAgent:
             protocol_version=acp.PROTOCOL_VERSION,
             agent_capabilities=AgentCapabilities(
                 load_session=not os.environ.get("FAKE_ACP_NO_LOAD"),
+                mcp_capabilities=McpCapabilities(http=not os.environ.get("FAKE_ACP_NO_MCP_HTTP")),
                 prompt_capabilities=PromptCapabilities(image=True, embedded_context=True),
             ),
             auth_methods=[AuthMethodAgent(id=AUTH_METHOD, name="Fake login")],
@@ -229,8 +253,9 @@ class FakeAgent:
 
     async def new_session(self, cwd: str, **kwargs: Any) -> NewSessionResponse:
         self._check_auth()
+        mcp = _mcp_servers(kwargs.get("mcp_servers"))
         session_id = f"fake-{uuid.uuid4().hex[:12]}"
-        self._save(session_id, {"cwd": cwd, "history": []})
+        self._save(session_id, {"cwd": cwd, "history": [], "mcp": mcp})
         self._announce_commands_later(session_id)
         return NewSessionResponse(
             session_id=session_id, modes=_modes(), config_options=[_model_option()]
@@ -240,6 +265,7 @@ class FakeAgent:
         self._check_auth()
         data = self._load(session_id)
         data["cwd"] = cwd
+        data["mcp"] = _mcp_servers(kwargs.get("mcp_servers"))
         self._save(session_id, data)
         for entry in data["history"]:
             await self._send(session_id, acp.update_user_message_text(entry["user"]))
@@ -326,6 +352,8 @@ class FakeAgent:
             reply = _put(cwd / words[1], " ".join(words[2:]))
         elif verb == "signal" and len(words) > 1:
             reply = _signalled(int(words[1]))
+        elif verb == "mcp?":
+            reply = "mcp: " + (" | ".join(data.get("mcp") or []) or "none")
         elif verb == "whoami":
             reply = f"pid={os.getpid()} home={os.environ.get('HOME', '')}"
         elif verb == "sloppy":

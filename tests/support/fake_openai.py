@@ -8,6 +8,8 @@ ollama, vLLM and OpenAI do, with the answer picked by the conversation's last me
   `write <path> <text>` -> `write_file`; `run <command>` -> `run_command`;
   `ask <question>[ | <choice> | <choice>...]` -> an `ask_user` call;
   `client <function> <JSON arguments>` -> a call to that function (a client's tool);
+  `call <function> <json arguments>` -> a call of that function (an MCP server's tool, say);
+* `tools?` -> the names of the functions the request offered, comma-separated;
 * `slow` -> a word every 50 ms for about 10 s; `fail` -> HTTP 500;
 * anything else -> `echo: <text>` word by word, after a `reasoning_content` delta.
 
@@ -93,7 +95,12 @@ class _Handler(BaseHTTPRequestHandler):
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
         words = 0
         try:
-            for delta, finish in _script(last.get("role", "user"), text, self.server_fake):
+            offered = [t.get("function", {}).get("name", "") for t in body.get("tools") or []]
+            if last.get("role") == "user" and text.strip() == "tools?":
+                script = _words("tools: " + ",".join(offered))
+            else:
+                script = _script(last.get("role", "user"), text, self.server_fake)
+            for delta, finish in script:
                 words += 1
                 self._chunk({"index": 0, "delta": delta, "finish_reason": finish})
             if include_usage:
@@ -150,6 +157,9 @@ def _script(role: str, text: str, fake: FakeOpenAi) -> Iterator[Step]:
     elif command == "client" and rest:
         function, _, arguments = rest.partition(" ")
         yield from _tool_call(function, json.loads(arguments or "{}"))
+    elif command == "call" and rest:
+        name, _, arguments = rest.partition(" ")
+        yield from _tool_call(name, json.loads(arguments or "{}"))
     elif command == "stamped" and rest:
         # For bench/turn.py: N deltas, one every INTERVAL ms, each the moment it was sent
         # (perf_counter is the machine's monotonic clock, the same in every process).

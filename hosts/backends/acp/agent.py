@@ -17,6 +17,8 @@ class AcpAgent:
 
     #: Each chat is an agent process; let go while idle, it is woken with `session/load`.
     holds_process = True
+    #: The agent starts the session's MCP servers itself, handed them in session/new.
+    starts_mcp_servers = True
 
     def __init__(self, config: AgentConfig, data_dir: Path) -> None:
         self.config = config

@@ -199,3 +199,5 @@ class AcpChat(AcpSession):
         self._closed = True
         await self.cancel()
         await self._stop()
+        # The servers it started went with it.
+        self._mcp.stopped()

@@ -33,6 +33,7 @@ from .agent_process import AgentProcess
 from .client import HostClient
 from .errors import AgentGone, describe
 from .json_fields import string
+from .mcp_servers import HandedServers, needs
 from .permissions import ask_person
 from .session_facts import SessionFacts, parse_commands
 from .turn import Turn
@@ -93,6 +94,8 @@ class AcpSession:
         self._loading = False
         #: The raw result of the last session/new or session/load.
         self._session_result: Any = None
+        #: The session's MCP servers as the agent was last handed them.
+        self._mcp = HandedServers(context.mcp_servers, False, context.mcp_state)
         #: The chat's completed turns, {"user", "assistant"}: handed to a new agent session.
         self._history: list[Mapping[str, str]] = list(context.history)
         #: Whether the next prompt opens a new agent session that has not been given them.
@@ -144,8 +147,13 @@ class AcpSession:
             on_update=self._on_update,
             on_session=self._on_session_result,
             jail=self._jail,
-            # The paths its configuration names, bound read-only where they lie.
-            needs=(*self._config.args, *self._config.env.values()),
+            # The paths its configuration names, bound read-only where they lie, and what it
+            # needs to start the session's MCP servers.
+            needs=(
+                *self._config.args,
+                *self._config.env.values(),
+                *needs(self._context.mcp_servers),
+            ),
         )
         init = await link.rpc(
             conn.initialize(
@@ -165,7 +173,20 @@ class AcpSession:
         sessions = capabilities.session_capabilities if capabilities else None
         # More than one working directory only where the agent said it takes them.
         more = self._directories[1:] if sessions and sessions.additional_directories else None
-        await self._open_session(conn, can_load, more or None)
+        mcp = capabilities.mcp_capabilities if capabilities else None
+        self._mcp = HandedServers(
+            self._context.mcp_servers, bool(mcp and mcp.http), self._context.mcp_state
+        )
+        self._mcp.starting()
+        try:
+            await self._open_session(conn, can_load, more or None)
+        except RequestError as error:
+            self._mcp.failed(f"{self._name}: {describe(error)}")
+            raise
+        except BaseException:
+            self._mcp.failed(f"{self._name} did not open its session.")
+            raise
+        self._mcp.ready()
 
     async def _open_session(
         self, conn: ClientSideConnection, can_load: bool, more: list[str] | None
@@ -179,7 +200,7 @@ class AcpSession:
                     conn.load_session(
                         cwd=cwd,
                         session_id=self.backend_id,
-                        mcp_servers=[],
+                        mcp_servers=self._mcp.servers(),
                         additional_directories=more,
                     )
                 )
@@ -202,7 +223,9 @@ class AcpSession:
         previous, self.backend_id = self.backend_id, None
         try:
             response = await self._rpc(
-                conn.new_session(cwd=cwd, mcp_servers=[], additional_directories=more)
+                conn.new_session(
+                    cwd=cwd, mcp_servers=self._mcp.servers(), additional_directories=more
+                )
             )
         except BaseException:
             self.backend_id = previous  # kept, so a later start may still load it

@@ -25,6 +25,8 @@ class ClaudeAgent:
 
     #: Each chat is a CLI process; let go while idle, and resumed by its session id.
     holds_process = True
+    #: The CLI starts the session's MCP servers itself, handed them in its options.
+    starts_mcp_servers = True
 
     def __init__(self, config: AgentConfig, data_dir: Path) -> None:
         self.config = config

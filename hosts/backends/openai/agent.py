@@ -15,6 +15,8 @@ class OpenAiAgent:
 
     #: A chat is the loop's own object in this process, holding its conversation: kept.
     holds_process = False
+    #: The host connects to the session's MCP servers for its loop (ChatContext.mcp).
+    starts_mcp_servers = False
 
     def __init__(self, config: AgentConfig) -> None:
         self.config = config

@@ -28,6 +28,7 @@ from hosts.backends.fence import Fence
 
 from .ask_tool import ASK_USER, ask_user
 from .client_tools import run_client_tool
+from .mcp_tools import run_mcp_call
 from .message import user_message
 from .offered_tools import OfferedTools
 from .sandbox import Sandbox
@@ -157,10 +158,16 @@ class OpenAiChat:
         usage = Usage()
         reply = Reply()
         client_tools = self._context.client_tools
-        offered = OfferedTools.for_turn(client_tools() if client_tools is not None else ())
+        # A running turn keeps the client tools it started with.
+        clients = tuple(client_tools()) if client_tools is not None else ()
+        mcp = self._context.mcp
+        offered = OfferedTools.for_call(clients)
         try:
+            if mcp is not None:
+                await mcp.settled()  # a server still starting offers its tools from the start
             for _ in range(MAX_MODEL_CALLS):
                 reply = Reply()
+                offered = OfferedTools.for_call(clients, mcp.tools() if mcp is not None else ())
                 await stream_reply(
                     self._client, model, self._messages, reply, events, usage, offered
                 )
@@ -247,6 +254,16 @@ class OpenAiChat:
             return await run_client_tool(call.call_id, client_tool, call.arguments, events)
         tool_input = call.arguments or "{}"
         tool = TOOLS.get(call.name)
+        mcp_tool = offered.mcp.get(call.name)
+        if tool is None and mcp_tool is not None and self._context.mcp is not None:
+            return await run_mcp_call(
+                self._context.mcp,
+                mcp_tool,
+                call.call_id,
+                call.arguments,
+                events,
+                self._permission_mode(),
+            )
         shown = tool.label if tool else call.name
         try:
             if tool is None:

@@ -15,8 +15,5 @@ NOT_YET_RULES = tuple(
         "session/workingDirectorySet",
         "session/workingDirectoryRemoved",
         "session/workingDirectoryReplaced",
-        "session/mcpServerStartRequested",
-        "session/mcpServerStopRequested",
-        "session/mcpServerBackgroundRequested",
     )
 )

@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 from ..services.customizations import do_toggle_customization
+from ..services.mcp_servers import (
+    do_background_mcp_server,
+    do_start_mcp_server,
+    do_stop_mcp_server,
+)
 from ..services.sessions import do_configure_session, do_rename_session, do_set_active_client
 from .rule import DROP, ActionRule, Dispatch, flag_effect
 
@@ -23,6 +28,18 @@ def _customization_toggled(d: Dispatch) -> str | None:
     return do_toggle_customization(d.host, d.caller, d.session, d.action)
 
 
+def _mcp_start(d: Dispatch) -> str | None:
+    return do_start_mcp_server(d.host, d.caller, d.session, d.action)
+
+
+def _mcp_stop(d: Dispatch) -> str | None:
+    return do_stop_mcp_server(d.host, d.caller, d.session, d.action)
+
+
+def _mcp_background(d: Dispatch) -> str | None:
+    return do_background_mcp_server(d.host, d.caller, d.session, d.action)
+
+
 def _config(d: Dispatch) -> str | None:
     do_configure_session(d.host, d.caller, d.session, d.action)
     return None
@@ -34,11 +51,11 @@ SESSION_RULES = (
     ActionRule("session/chatAdded", said_by_host=True),
     ActionRule("session/chatRemoved", said_by_host=True),
     ActionRule("session/chatUpdated", said_by_host=True),
+    ActionRule("session/customizationsChanged", said_by_host=True),
+    ActionRule("session/mcpServerStateChanged", said_by_host=True),
     ActionRule("session/chatsReordered", said_by_host=True),
     ActionRule("session/inputNeededSet", said_by_host=True),
     ActionRule("session/inputNeededRemoved", said_by_host=True),
-    ActionRule("session/customizationsChanged", said_by_host=True),
-    ActionRule("session/mcpServerStateChanged", said_by_host=True),
     ActionRule("session/titleChanged", grant="session:rename", effect=_title, said_by_host=True),
     ActionRule(
         "session/isReadChanged",
@@ -74,5 +91,13 @@ SESSION_RULES = (
         grant="session:configure",
         effect=_customization_toggled,
         unknown_target=NO_AGENT,
+    ),
+    *(
+        ActionRule(action_type, grant="session:configure", effect=effect, unknown_target=NO_AGENT)
+        for action_type, effect in (
+            ("session/mcpServerStartRequested", _mcp_start),
+            ("session/mcpServerStopRequested", _mcp_stop),
+            ("session/mcpServerBackgroundRequested", _mcp_background),
+        )
     ),
 )

@@ -24,8 +24,8 @@ from ..channel import Channel
 from .records import SessionRecord
 
 
-class Session(Protocol):
-    """The session whose list this is (live_session.py's LiveSession)."""
+class CustomizedSession(Protocol):
+    """What of a session its customizations read and say through (a LiveSession)."""
 
     record: SessionRecord
     channel: Channel
@@ -73,7 +73,7 @@ def with_decisions(
 
 @dataclass(eq=False)
 class SessionCustomizations:
-    session: Session
+    session: CustomizedSession
     #: Each source's entries, as it last set them (no decisions laid on).
     parts: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     #: Called with a customization's id after a person toggled it (the MCP servers start or
@@ -119,12 +119,21 @@ class SessionCustomizations:
         return is_enabled(entry, self.session.record.enablement.get(customization_id))
 
     def server_state(self, server_id: str, state: dict[str, Any]) -> None:
-        """An MCP server's state moved: kept in its part and said, unless it is where it was."""
+        """An MCP server's state moved: kept in its part and said, unless the session's state
+        holds it already (a start or stop request's reducer moves it there first)."""
         for entry in self.parts.get("mcp", ()):
             if entry.get("id") == server_id:
-                if entry.get("state") == state:
-                    return
                 entry["state"] = dict(state)
+                held = next(
+                    (
+                        e
+                        for e in self.session.channel.state.get("customizations", [])
+                        if e.get("id") == server_id
+                    ),
+                    None,
+                )
+                if held is not None and held.get("state") == state:
+                    return
                 self.session.say(
                     {"type": "session/mcpServerStateChanged", "id": server_id, "state": state}
                 )

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...backends.base import AgentChat
 from ...protocol.reducers.chat_tool_calls import skipped
@@ -19,6 +19,9 @@ from ..fanout import Fanout
 from .customizations import SessionCustomizations
 from .records import ChatRecord, SessionRecord
 from .runner import TurnRunner
+
+if TYPE_CHECKING:
+    from .mcp_servers import SessionMcp
 
 log = logging.getLogger("ahpd.sessions")
 
@@ -38,6 +41,8 @@ class LiveSession:
     #: The clients whose activeClients entry is their own announcement: only their tools are
     #: offered to an agent (client_tool_calls.py).
     tool_providers: set[str] = field(default_factory=set)
+    #: Its MCP servers (mcp_servers.py), from the moment it opened.
+    mcp: SessionMcp | None = None
 
     def __post_init__(self) -> None:
         self.customizations = SessionCustomizations(self)

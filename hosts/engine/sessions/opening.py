@@ -40,6 +40,10 @@ async def open_agent_chat(
             if t.get("state") == "complete" and command_of(t["message"].get("text", "")) is None
         ]
         jail = session_jail(terminals.sandbox, record)
+        mcp = chat.session.mcp
+        if mcp is not None:
+            await mcp.offered()
+        starts_own = bool(getattr(agent, "starts_mcp_servers", False))
         context = ChatContext(
             chat=chat.record.uri,
             working_directories=[file_path(u) for u in record.working_directories] or [Path.cwd()],
@@ -52,6 +56,9 @@ async def open_agent_chat(
             client_tools=lambda: client_tools_of(
                 chat.session.channel.state, chat.session.tool_providers
             ),
+            mcp_servers=mcp.enabled() if mcp is not None and starts_own else (),
+            mcp_state=mcp.say_state if mcp is not None else None,
+            mcp=mcp.for_loop() if mcp is not None and not starts_own else None,
         )
         chat.agent_chat = await agent.open_chat(context)
         if chat.agent_chat.backend_id != chat.record.backend_id:

@@ -58,8 +58,10 @@ class Sessions:
         self.on_activity: Callable[[], None] = lambda: None
         #: Root config's chatMoves.enabled, read when a chat's movable is said.
         self.moves_enabled: Callable[[], bool] = lambda: False
-        #: Told of each session opened (made, read back, made for a moved chat).
-        self.on_opened: Callable[[LiveSession], None] = lambda session: None
+        #: Told of each session as it opens (made, read back, made for a moved chat) and as it
+        #: is disposed: its folders' customizations and its MCP servers follow it.
+        self.on_opened: list[Callable[[LiveSession], None]] = []
+        self.on_disposed: list[Callable[[LiveSession], None]] = []
 
     # -- lookups --------------------------------------------------------------------------
 
@@ -157,6 +159,8 @@ class Sessions:
             record, self.fanout.open(Channel(record.uri, "session", state)), self.fanout
         )
         self.sessions[record.uri] = session
+        for opened in self.on_opened:
+            opened(session)
         for chat in chats:
             if chat.turn_count and not chat.turns:
                 self.dormant[chat.uri] = chat
@@ -164,7 +168,6 @@ class Sessions:
                 self._open_chat(chat, session)
         if record.announced:
             self.catalogue.put(record.uri, record.modified_ms)
-        self.on_opened(session)
         return session
 
     def _open_chat(self, record: ChatRecord, session: LiveSession) -> None:
@@ -331,6 +334,8 @@ class Sessions:
             await close_chat(chat, cancel=True)
             self.fanout.close(chat.record.uri)
         self.fanout.close(session.record.uri)
+        for disposed in self.on_disposed:
+            disposed(session)
         if session.record.announced:
             self._notify_root(
                 "root/sessionRemoved", session.record, {"session": session.record.uri}

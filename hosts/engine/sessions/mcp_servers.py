@@ -1,0 +1,264 @@
+"""The MCP servers of each session: what its owner is offered (asked of the host's MCP directory
+when the session opens, kept for the session's life: a running session keeps the servers it
+started with), listed as its customizations, and run.
+
+Who runs them depends on the session's agent:
+- an agent that starts its own (ACP, `Agent.starts_mcp_servers`) is handed the enabled ones
+  when its chat opens, and reports what the host can know of their state; a person cannot start
+  or stop the agent's servers from here (the reference's words say so);
+- for the host's own agent loop (the openai backend) the host connects to them itself
+  (hosts/backends/mcp), when the session's agent is first opened or when a person asks; a
+  toggle starts or stops one; a stop a person asked for holds until they ask for a start.
+
+Before anything runs a server it is `stopped`. The specs hold secrets (env, headers): they live
+here in memory and go to the agent alone; a customization shows the name and a URI.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Coroutine, Iterable, Mapping
+from typing import Any, Protocol
+from urllib.parse import quote, urlsplit, urlunsplit
+
+from ...backends.base import Agent, McpServerSpec
+from ...backends.mcp import SessionMcpServers
+from ...backends.sandbox import Sandbox
+from ..ports import McpServerDirectory
+from .customizations import SessionCustomizations
+from .jails import session_jail
+from .records import SessionRecord, file_path
+
+log = logging.getLogger("ahpd.mcp")
+
+STOPPED: dict[str, Any] = {"kind": "stopped"}
+#: How long an agent's opening waits for the directory to say what its session is offered.
+OFFER_TIMEOUT_S = 30.0
+#: The reference's words where the session's agent runs its servers itself.
+NOT_STARTABLE = "The session provider does not support starting MCP servers."
+
+
+def customization_uri(spec: McpServerSpec) -> str:
+    """The URI an MCP server's customization names it by: an http server's URL without what
+    may be a secret in it (a user and password, a query, a fragment); for a stdio server,
+    which has no address, `ahpd-mcp:<name>`, the entry it was offered as."""
+    if spec.transport == "http":
+        parts = urlsplit(spec.url)
+        host = parts.hostname or ""
+        netloc = f"{host}:{parts.port}" if parts.port else host
+        return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+    return f"ahpd-mcp:{quote(spec.name, safe='')}"
+
+
+def customization(spec: McpServerSpec, state: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The server's McpServerCustomization: its id, URI, name and state, no secret."""
+    return {
+        "id": spec.id,
+        "uri": customization_uri(spec),
+        "name": spec.name,
+        "type": "mcpServer",
+        "state": dict(state or STOPPED),
+    }
+
+
+class McpSession(Protocol):
+    """What of a session its MCP servers read and keep themselves in (a LiveSession)."""
+
+    record: SessionRecord
+    customizations: SessionCustomizations
+    mcp: SessionMcp | None
+
+
+class SessionMcp:
+    """One session's MCP servers."""
+
+    def __init__(
+        self, session: McpSession, sandbox: Sandbox, agent_starts_them: bool, spawn: Spawn
+    ) -> None:
+        self.session = session
+        self.specs: dict[str, McpServerSpec] = {}
+        #: Its agent starts its servers itself (ACP): the host neither starts nor stops them.
+        self.agent_starts_them = agent_starts_them
+        self._sandbox = sandbox
+        self._spawn = spawn
+        self._offered = asyncio.Event()
+        #: The host's connections, for its own agent loop, once something needed them.
+        self._connections: SessionMcpServers | None = None
+        #: Servers a person stopped: not started again until a person starts them.
+        self._held: set[str] = set()
+        #: The session is gone: what its servers report is said to nobody.
+        self._closed = False
+        session.customizations.on_toggled.append(self._toggled)
+
+    async def offer(self, directory: McpServerDirectory) -> None:
+        """Ask the directory what the session's owner is offered, and list it."""
+        record = self.session.record
+        try:
+            specs = await directory.offered(record.owner, record.scope)
+        except Exception:
+            log.exception("the MCP servers offered to %s could not be read", record.uri)
+            specs = []
+        self.specs = {spec.id: spec for spec in specs}
+        self.session.customizations.set_part(
+            "mcp", [customization(spec) for spec in self.specs.values()]
+        )
+        self._offered.set()
+
+    async def offered(self) -> None:
+        """Wait until the session's servers are known (a directory that does not answer in
+        OFFER_TIMEOUT_S is logged, and the agent opens with none)."""
+        try:
+            await asyncio.wait_for(self._offered.wait(), OFFER_TIMEOUT_S)
+        except TimeoutError:
+            log.warning("%s: the MCP directory did not answer in time", self.session.record.uri)
+
+    def enabled(self) -> list[McpServerSpec]:
+        """The servers nobody switched off for the session."""
+        return [s for s in self.specs.values() if self.session.customizations.enabled(s.id)]
+
+    def say_state(self, server_id: str, state: Any) -> None:
+        """A server's state as its runner reports it, said where it moved."""
+        if server_id in self.specs and not self._closed:
+            self.session.customizations.server_state(server_id, dict(state))
+
+    def state(self, server_id: str) -> dict[str, Any]:
+        entry = self.session.customizations.find(server_id) or {}
+        state = entry.get("state")
+        return dict(state) if isinstance(state, dict) else dict(STOPPED)
+
+    # -- the host's own agent loop --------------------------------------------------------------
+
+    def for_loop(self) -> SessionMcpServers:
+        """The connections the session's agent loop calls through, every enabled server not
+        held by a person's stop started (those starting or ready are left as they are)."""
+        connections = self._connect()
+        for spec in self.enabled():
+            if spec.id not in self._held:
+                connections.start(spec)
+        return connections
+
+    def _connect(self) -> SessionMcpServers:
+        if self._connections is None:
+            record = self.session.record
+            folders = [file_path(uri) for uri in record.working_directories]
+            self._connections = SessionMcpServers(
+                folder=folders[0] if folders else None,
+                on_state=self.say_state,
+                jail=session_jail(self._sandbox, record),
+            )
+        return self._connections
+
+    # -- what people ask ------------------------------------------------------------------------
+
+    def started(self, server_id: str, before: dict[str, Any]) -> None:
+        """A person's start, said (the reducer left it starting): started, or its state said
+        again where it runs already; where the agent runs its servers, the state it was in if
+        ready, else an error in the reference's words."""
+        spec = self.specs[server_id]
+        if self.agent_starts_them:
+            if before.get("kind") == "ready":
+                self.say_state(server_id, before)
+            else:
+                error = {"errorType": "mcp-server-start-failed", "message": NOT_STARTABLE}
+                self.say_state(server_id, {"kind": "error", "error": error})
+            return
+        self._held.discard(server_id)
+        connections = self._connect()
+        now = connections.state(server_id)
+        if now is not None and connections.running(server_id):
+            self.say_state(server_id, now)
+            return
+        connections.start(spec)
+
+    def stopped(self, server_id: str, before: dict[str, Any]) -> None:
+        """A person's stop, said (the reducer left it stopped): stopped and held; where the
+        agent runs its servers, logged, and the state it is still in said again."""
+        if self.agent_starts_them:
+            log.info(
+                "%s: the agent runs MCP server %s itself; a stop is not made",
+                self.session.record.uri,
+                server_id,
+            )
+            self.say_state(server_id, before)
+            return
+        self._held.add(server_id)
+        if self._connections is not None:
+            self._spawn(self._connections.stop(server_id))
+
+    def _toggled(self, customization_id: str) -> None:
+        """A person switched a server on or off for the session: for the host's own loop, on
+        starts it (once the session's agent runs, or a person started one), off stops it."""
+        spec = self.specs.get(customization_id)
+        if spec is None or self.agent_starts_them or self._connections is None:
+            return
+        if self.session.customizations.enabled(spec.id):
+            self._held.discard(spec.id)
+            self._connections.start(spec)
+        else:
+            self._spawn(self._connections.stop(spec.id))
+
+    async def close(self) -> None:
+        """The session is gone: every server it connected to is stopped."""
+        self._closed = True
+        if self._connections is not None:
+            await self._connections.close()
+
+
+Spawn = Callable[[Coroutine[Any, Any, Any]], None]
+
+
+class McpServersOfSessions:
+    """Every session's MCP servers: offered as each session opens, closed as it goes."""
+
+    def __init__(
+        self,
+        agents: Mapping[str, Agent],
+        sessions: Callable[[], Iterable[McpSession]],
+        directory: Callable[[], McpServerDirectory],
+        sandbox: Sandbox,
+    ) -> None:
+        self._agents = agents
+        self._sessions = sessions
+        self._directory = directory
+        self._sandbox = sandbox
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    def opened(self, session: McpSession) -> None:
+        """A session opened (made, read back, or made for a moved chat): its servers asked
+        for, in the background, and listed once known."""
+        agent = self._agents.get(session.record.provider)
+        mcp = SessionMcp(
+            session,
+            self._sandbox,
+            bool(getattr(agent, "starts_mcp_servers", False)),
+            self.spawn,
+        )
+        session.mcp = mcp
+        self.spawn(mcp.offer(self._directory()))
+
+    def disposed(self, session: McpSession) -> None:
+        if session.mcp is not None:
+            self.spawn(session.mcp.close())
+
+    def spawn(self, work: Coroutine[Any, Any, Any]) -> None:
+        task = asyncio.get_running_loop().create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def stop(self) -> None:
+        """The host stops: every session's servers are stopped."""
+        for session in list(self._sessions()):
+            if session.mcp is not None:
+                await session.mcp.close()
+        await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    async def host_wide(self) -> list[dict[str, Any]]:
+        """What a new session of any agent starts with: the servers offered host-wide (the
+        directory asked for an owner nobody is, in no scope), each stopped."""
+        try:
+            specs = await self._directory().offered("", "")
+        except Exception:
+            log.exception("the host-wide MCP servers could not be read")
+            return []
+        return [customization(spec) for spec in specs]
