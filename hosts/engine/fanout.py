@@ -71,6 +71,10 @@ class Fanout:
         self._connections: set[Connection] = set()
         self._left_listeners: list[LeftListener] = []
         self._joined_listeners: list[Callable[[Channel], None]] = []
+        #: Told each action said (not a refusal) once it is sequenced and held, before it is
+        #: delivered: telemetry's turn follower (telemetry/turn_tracker.py). None costs the
+        #: path one comparison.
+        self.said: Callable[[Channel, dict[str, Any]], None] | None = None
         self._dirty: dict[Connection, None] = {}
         self._flush_wanted = asyncio.Event()
         #: Connections sent frames during the loop's current pass (see `_queue`).
@@ -285,6 +289,8 @@ class Fanout:
                 viewed,
             )
         )
+        if self.said is not None and rejection is None:
+            self.said(channel, action)
         if sender_only:
             if sender is not None:
                 self._queue([sender], frame)
