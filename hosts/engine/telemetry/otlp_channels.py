@@ -51,6 +51,16 @@ METRICS_URI = "ahp-otlp://metrics"
 #: InitializeResult.telemetry: where each signal is said.
 CAPABILITIES = {"logs": LOGS_TEMPLATE, "traces": TRACES_URI, "metrics": METRICS_URI}
 
+#: What each channel says, and when (said_notifications.py, the README's coverage table).
+SAID = {
+    "otlp/exportLogs": "the host's log lines, batched, to each `ahp-otlp://logs/{level}` "
+    "watcher whose level they reach (diagnostics:read)",
+    "otlp/exportTraces": "a turn's span and each of its tool calls' as each ends, to "
+    "`ahp-otlp://traces` watchers (diagnostics:read)",
+    "otlp/exportMetrics": "the GenAI histograms every OTEL_METRIC_EXPORT_INTERVAL (10 s), "
+    "to `ahp-otlp://metrics` watchers (diagnostics:read)",
+}
+
 #: How long the log processor gathers lines before it says them (one notification a batch).
 LOG_BATCH_MS = 200
 #: Signals a collector may be sent.
