@@ -419,3 +419,33 @@ async def test_a_reconnect_joins_the_telemetry_channels_again_and_replays_none(
             attributes(s.attributes).get("ahp.turn.id") == second["turnId"] for s in spans_of(again)
         )
     )
+
+
+async def test_a_watcher_whose_diagnostics_read_is_taken_away_is_told_nothing_more(
+    server, connect, tokens, workdir
+):
+    from tests.e2e.test_reconnect_principal import set_roles
+
+    cli(server, "user", "add", "ops", "--role", "admin")
+    ops = await connect(server.url, token=cli(server, "user", "token", "ops")["token"])
+    await ops.initialize()
+    assert await ops.request("subscribe", {"channel": TRACES}) == {}
+    set_roles(server, "ops", "member")
+    # Their next command reads who they are now: the channel is theirs no longer.
+    with pytest.raises(RpcError) as refused:
+        await ops.request("subscribe", {"channel": TRACES})
+    assert refused.value.code == -32009
+
+    admin = await connect(server.url, token=tokens["ana"])
+    await admin.initialize(subscriptions=["ahp-root://", TRACES])
+    _, chat = await a_chat(admin, workdir)
+    action = turn("after the change")
+    await admin.dispatch(chat, action)
+    await ended(admin, chat, action["turnId"])
+    await admin.wait_for(
+        lambda: any(
+            attributes(s.attributes).get("ahp.turn.id") == action["turnId"] for s in spans_of(admin)
+        )
+    )
+    await ops.settle()
+    assert not sent(ops, "otlp/exportTraces", TRACES)
