@@ -39,7 +39,7 @@ from .engine_exporters import LogsToEngine, SpansToEngine
 from .genai_metrics import GenAiMetrics
 from .log_lines import SEVERITIES, LogLines, python_level
 from .otlp_json import logs_payload, metrics_payload, spans_payload
-from .turn_tracker import SessionOf, TurnTracker
+from .turn_tracker import FOLLOWED, SessionOf, TurnTracker
 
 log = logging.getLogger("ahpd.telemetry")
 
@@ -113,7 +113,8 @@ class Telemetry:
         #: Whether a turn starting now gets spans.
         self.tracing = "traces" in settings.collector
 
-        self._tracer_provider = TracerProvider(resource=self._resource)
+        # Each is shut down by `stop` (the host's), once: not again at the process's exit.
+        self._tracer_provider = TracerProvider(resource=self._resource, shutdown_on_exit=False)
         self._tracer_provider.add_span_processor(
             SimpleSpanProcessor(SpansToEngine(self._spans_ended))
         )
@@ -123,7 +124,9 @@ class Telemetry:
         readers: list[MetricReader] = [self._metric_reader]
         if "metrics" in settings.collector:
             readers.append(collector_exporters.metrics_reader(settings.metrics_interval_s))
-        self._meter_provider = MeterProvider(resource=self._resource, metric_readers=readers)
+        self._meter_provider = MeterProvider(
+            resource=self._resource, metric_readers=readers, shutdown_on_exit=False
+        )
         self.turns = TurnTracker(
             self._tracer_provider.get_tracer("ahpd.turns"),
             GenAiMetrics(self._meter_provider),
@@ -138,6 +141,7 @@ class Telemetry:
     def start(self) -> None:
         """Begin on the running loop: the turns are followed from here on."""
         self._loop = asyncio.get_running_loop()
+        self._fanout.said_types = FOLLOWED
         self._fanout.said = self.turns.said
         if "logs" in self.settings.collector:
             self._moved()
@@ -145,6 +149,7 @@ class Telemetry:
     async def stop(self) -> None:
         """Stop saying anything; what a collector is owed is sent (off the loop)."""
         self._fanout.said = None
+        self._fanout.said_types = frozenset()
         if self._metrics_task is not None:
             self._metrics_task.cancel()
             self._metrics_task = None
@@ -215,7 +220,7 @@ class Telemetry:
                     logger.removeHandler(self._log_lines)
             return
         if self._log_lines is None:
-            provider = LoggerProvider(resource=self._resource)
+            provider = LoggerProvider(resource=self._resource, shutdown_on_exit=False)
             provider.add_log_record_processor(
                 BatchLogRecordProcessor(
                     LogsToEngine(self._lines_batched), schedule_delay_millis=LOG_BATCH_MS
