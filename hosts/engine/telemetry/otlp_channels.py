@@ -153,10 +153,10 @@ class Telemetry:
         if self._metrics_task is not None:
             self._metrics_task.cancel()
             self._metrics_task = None
-        self._hang_log_lines(None)
         providers: list[Any] = [self._tracer_provider, self._meter_provider]
-        if self._log_provider is not None:
-            providers.append(self._log_provider)
+        log_provider = self._let_log_lines_go()
+        if log_provider is not None:
+            providers.append(log_provider)
         for provider in providers:
             try:
                 await asyncio.to_thread(provider.shutdown)
@@ -212,13 +212,14 @@ class Telemetry:
 
     def _hang_log_lines(self, lowest: int | None) -> None:
         """Hang the handler on the console's loggers at the level `lowest` asks for, or take
-        it off them (None)."""
-        loggers = [logging.getLogger(name) for name in self.settings.loggers]
+        it off them and let its processor's thread go (None)."""
         if lowest is None:
-            if self._log_lines is not None:
-                for logger in loggers:
-                    logger.removeHandler(self._log_lines)
+            gone = self._let_log_lines_go()
+            if gone is not None:
+                # Off the loop: a shutdown joins the processor's thread, and says what it holds.
+                asyncio.get_running_loop().run_in_executor(None, gone.shutdown)
             return
+        loggers = [logging.getLogger(name) for name in self.settings.loggers]
         if self._log_lines is None:
             provider = LoggerProvider(resource=self._resource, shutdown_on_exit=False)
             provider.add_log_record_processor(
@@ -234,6 +235,15 @@ class Telemetry:
         for logger in loggers:
             if self._log_lines not in logger.handlers:
                 logger.addHandler(self._log_lines)
+
+    def _let_log_lines_go(self) -> LoggerProvider | None:
+        """Take the handler off the loggers; the provider it fed, to be shut down."""
+        lines, provider = self._log_lines, self._log_provider
+        self._log_lines = self._log_provider = None
+        if lines is not None:
+            for name in self.settings.loggers:
+                logging.getLogger(name).removeHandler(lines)
+        return provider
 
     def _lines_batched(self, batch: Sequence[ReadableLogRecord]) -> None:
         """On the log processor's thread: each watched level's lines written once, off the
