@@ -40,6 +40,7 @@ check: install
 bench: install
 	$(PY) bench/fanout.py
 	$(PY) bench/turn.py
+	$(PY) bench/telemetry.py
 	$(PY) bench/catalogue.py
 	$(PY) bench/frame_cache.py
 	$(PY) bench/usage.py

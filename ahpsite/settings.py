@@ -32,6 +32,7 @@ from .env import (
     env_shell_env,
     env_str,
     env_url,
+    from_file,
     load_env_file,
     make_private,
 )
@@ -171,6 +172,40 @@ if AHPD_CONFIG and not Path(AHPD_CONFIG).expanduser().is_file():
 #: A file the server appends every frame to, both directions (hosts/edge/wire_capture.py);
 #: `manage.py serve --wire <file>` sets it for one run.
 AHPD_WIRE = env_str("AHPD_WIRE")
+
+# -- telemetry: the ahp-otlp channels, and a collector (README, "Telemetry") ------------------
+
+# The standard OTEL_* variables an env file gives are put in the environment (which wins),
+# where OpenTelemetry's exporters read them: endpoint, headers, timeout, certificates...
+for _name, _value in from_file().items():
+    if _name.startswith("OTEL_"):
+        os.environ.setdefault(_name, _value)
+#: How often metrics are said on ahp-otlp://metrics and sent to a collector, in ms: the
+#: standard variable, 10 s here rather than the SDK's 60 s, as a client watching wants them.
+OTEL_METRIC_EXPORT_INTERVAL = env_int("OTEL_METRIC_EXPORT_INTERVAL", 10_000, minimum=100)
+#: The OTLP protocol the collector exporters speak: HTTP with protobuf bodies alone.
+OTLP_PROTOCOL = "http/protobuf"
+
+
+def _collector_signals() -> frozenset[str]:
+    """The signals a collector is sent: those OTEL_EXPORTER_OTLP_ENDPOINT (or the signal's own
+    OTEL_EXPORTER_OTLP_<SIGNAL>_ENDPOINT) names one for; none when neither is set."""
+    signals = set()
+    for signal in ("logs", "traces", "metrics"):
+        own = f"OTEL_EXPORTER_OTLP_{signal.upper()}_"
+        if not (env_str(own + "ENDPOINT") or env_str("OTEL_EXPORTER_OTLP_ENDPOINT")):
+            continue
+        for name in (own + "PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"):
+            protocol = env_str(name)
+            if protocol:
+                if protocol.strip().lower() != OTLP_PROTOCOL:
+                    raise EnvError(f"{name} must be {OTLP_PROTOCOL} here; got {protocol!r}")
+                break
+        signals.add(signal)
+    return frozenset(signals)
+
+
+AHPD_OTLP_COLLECTOR_SIGNALS = _collector_signals()
 
 # -- Django ----------------------------------------------------------------------------------
 

@@ -30,6 +30,7 @@ from ..backends.config import build_agents, load_agents, load_mcp_servers
 from ..backends.sandbox import SandboxSettings, decide
 from ..engine.host import Host, HostSettings
 from ..engine.router import Router
+from ..engine.telemetry import TelemetrySettings
 from ..engine.terminals import TerminalSettings
 from ..store.engine_database import close_connections_async
 from . import relay
@@ -84,6 +85,16 @@ def host_settings() -> HostSettings:
             per_person=settings.AHPD_TERMINALS_PER_PERSON,
         ),
         sandbox=sandbox_settings(),
+        telemetry=TelemetrySettings(
+            # The loggers whose lines the console writes (settings.LOGGING).
+            loggers=tuple(
+                name
+                for name, logger in settings.LOGGING["loggers"].items()
+                if "console" in logger.get("handlers", ())
+            ),
+            metrics_interval_s=settings.OTEL_METRIC_EXPORT_INTERVAL / 1000,
+            collector=settings.AHPD_OTLP_COLLECTOR_SIGNALS,
+        ),
     )
 
 

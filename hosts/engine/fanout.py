@@ -71,6 +71,11 @@ class Fanout:
         self._connections: set[Connection] = set()
         self._left_listeners: list[LeftListener] = []
         self._joined_listeners: list[Callable[[Channel], None]] = []
+        #: Told each action of a type in `said_types` (not a refusal) once it is sequenced and
+        #: held, before it is delivered: telemetry's turn follower (telemetry/turn_tracker.py).
+        #: Any other action (a delta) costs the path one set lookup, and no call.
+        self.said: Callable[[Channel, dict[str, Any]], None] | None = None
+        self.said_types: frozenset[str] = frozenset()
         self._dirty: dict[Connection, None] = {}
         self._flush_wanted = asyncio.Event()
         #: Connections sent frames during the loop's current pass (see `_queue`).
@@ -285,6 +290,8 @@ class Fanout:
                 viewed,
             )
         )
+        if action["type"] in self.said_types and rejection is None and self.said is not None:
+            self.said(channel, action)
         if sender_only:
             if sender is not None:
                 self._queue([sender], frame)

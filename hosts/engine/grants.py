@@ -228,4 +228,7 @@ SUBSCRIBE: dict[str, tuple[str, ...]] = {
     "terminal": ("terminal:output",),
     "automation": ("automation:read",),
     "automationRun": ("automation:read",),
+    # The host's log lines, its turns' spans and its figures are nobody else's business
+    # (as /metrics): the ahp-otlp channels.
+    "otlp": ("diagnostics:read",),
 }

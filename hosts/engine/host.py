@@ -51,6 +51,7 @@ from .sessions.attachments import Attachments
 from .sessions.folder_customization_watches import FolderCustomizations
 from .sessions.local_commands import LocalCommands
 from .sessions.mcp_servers import McpServersOfSessions
+from .telemetry import Telemetry
 from .terminals import Terminals
 from .terminals.shells import chosen_shell
 from .writebehind import WriteBehind
@@ -176,6 +177,14 @@ class Host:
         )
         self.turns.hooks.starting = self.changesets.starting
         self.turns.hooks.ended = self.changesets.ended
+        #: The ahp-otlp channels: log lines, turn spans, GenAI metrics (telemetry/).
+        self.telemetry = Telemetry(
+            self.fanout,
+            settings.telemetry,
+            self._session_of_chat,
+            service_name=settings.server_name,
+            service_version=settings.server_version,
+        )
         #: Which engine holds a session: this one, until sessions are sharded.
         self.placement: Placement = placement or HereOnly()
         #: How a service call reaches an engine that is not this one (None: there is none).
@@ -231,9 +240,17 @@ class Host:
         record = self.sessions.record_of(in_session or uri)
         return record if record is not None else self.terminals.whose(uri)
 
+    def _session_of_chat(self, uri: str) -> tuple[str, str] | None:
+        """The session a chat is in (its URI) and its agent's provider, for telemetry."""
+        chat = self.sessions.chats.get(uri)
+        if chat is None:
+            return None
+        return chat.session.uri, chat.session.record.provider
+
     async def wake(self, uri: str) -> None:
         """Make ready what a URI names before a command reads it: a dormant chat's turns, a
-        watch channel named again (after a restart)."""
+        watch channel named again (after a restart), a logs channel's level."""
+        self.telemetry.wake(uri)
         await self.sessions.wake(uri)
         self.watches.wake(uri)
         self.changesets.wake(uri)
@@ -295,6 +312,7 @@ class Host:
             self.fanout.queue_limit = self.client_queue_bytes()
             await self.sessions.restore()
             self.fanout.start()
+            self.telemetry.start()
             self.writes.start()
             self.started_monotonic = time.monotonic()
             self._started = True
@@ -335,6 +353,7 @@ class Host:
         self.folder_watchers.stop()
         await self.running_agents.drain()
         await self.writes.stop()
+        await self.telemetry.stop()
         self.fanout.stop()
         stop_log.info(
             "stopped: %d turns ended as interrupted, %d clients closed 1001, the store written",

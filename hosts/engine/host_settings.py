@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ..backends.sandbox import SandboxSettings
 from . import root_config
+from .telemetry import TelemetrySettings
 from .terminals import TerminalSettings
 
 
@@ -69,3 +70,6 @@ class HostSettings:
     terminals: TerminalSettings = field(default_factory=TerminalSettings)
     #: How people's processes are started: in bubblewrap, or (off) as the server's user.
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)
+    #: The loggers the ahp-otlp logs channels read, how often metrics are said, and which
+    #: signals go to a collector (OTEL_EXPORTER_OTLP_*).
+    telemetry: TelemetrySettings = field(default_factory=TelemetrySettings)

@@ -15,6 +15,7 @@ from ...protocol.validation import (
     required_str_list,
 )
 from ...protocol.versions import SUPPORTED_VERSIONS, VersionFormatError, negotiate
+from .. import telemetry
 from ..channel import Channel
 from ..connection import Connection
 from ..host import Host
@@ -172,7 +173,8 @@ async def initialize(host: Host, conn: Connection, params: dict[str, Any]) -> di
         if not await _watched(host, channel):
             continue
         host.fanout.subscribe(conn, channel)
-        snapshots.append(host.snapshot(conn, channel))
+        if channel.kind != telemetry.KIND:
+            snapshots.append(host.snapshot(conn, channel))
     result: dict[str, Any] = {
         "_meta": {"ahpd.principal": conn.principal.ref},
         "protocolVersion": conn.version_text,
@@ -188,6 +190,10 @@ async def initialize(host: Host, conn: Connection, params: dict[str, Any]) -> di
     if host.automations is not None:
         # Presence is what permits a client to use the catalogue (automations/).
         result["automations"] = host.automations.capabilities()
+    if readable(conn.principal, telemetry.KIND):
+        # Offered to those who may watch it (diagnostics:read), as the catalogue is offered
+        # where it can be used: anyone else's subscribe would be refused.
+        result["telemetry"] = dict(telemetry.CAPABILITIES)
     return result
 
 
@@ -253,7 +259,11 @@ async def reconnect(host: Host, conn: Connection, params: dict[str, Any]) -> dic
     if result is None:
         result = {
             "type": "snapshot",
-            "snapshots": [host.snapshot(conn, channel) for channel in found],
+            "snapshots": [
+                host.snapshot(conn, channel)
+                for channel in found
+                if channel.kind != telemetry.KIND  # stateless: joined again, nothing to hand
+            ],
         }
     for channel in found:
         host.fanout.subscribe(conn, channel)

@@ -7,7 +7,7 @@ from typing import Any
 from ...protocol.errors import ErrorCode, ProtocolError
 from ...protocol.turn_windows import window_size
 from ...protocol.validation import required_str
-from .. import grants
+from .. import grants, telemetry
 from ..connection import Connection
 from ..host import Host
 from ..resources import watches
@@ -28,6 +28,9 @@ async def subscribe(host: Host, conn: Connection, params: dict[str, Any]) -> dic
         if refused is not None:
             raise refused
     host.fanout.subscribe(conn, channel)
+    if channel.kind == telemetry.KIND:
+        # Stateless: an empty result, no snapshot; said from now on, never replayed.
+        return {}
     try:
         await host.watches.attached(channel.uri)
     except ProtocolError:

@@ -1,0 +1,16 @@
+"""Every notification this host sends a client, and when: the README's coverage table lists
+the protocol's server notifications against this registry (coverage.py)."""
+
+from __future__ import annotations
+
+from .telemetry import SAID as TELEMETRY_SAID
+
+SAID: dict[str, str] = {
+    "action": "every state action, in its envelope, to the channel's watchers (fanout.py)",
+    "root/sessionAdded": "a session is announced, to the root's watchers who may read it",
+    "root/sessionRemoved": "an announced session is disposed",
+    "root/sessionSummaryChanged": "an announced session's row moves",
+    "auth/required": "a token a connection gave an MCP server's resource expires "
+    "(resource_tokens.py)",
+    **TELEMETRY_SAID,
+}
