@@ -18,10 +18,12 @@ from hosts.backends.base import (
     AgentConfig,
     BackendError,
     ChatContext,
+    InputAnswer,
     PermissionAnswer,
     TurnRequest,
 )
 from hosts.backends.claude import ClaudeAgent, ClaudeChat
+from hosts.backends.claude.ask_user_question import DECLINED
 from hosts.backends.claude.permissions import SKIPPED
 from hosts.backends.config import ConfigError, build_agents, parse_agents
 from hosts.backends.sandbox import Sandbox, SandboxSettings, probe
@@ -403,3 +405,66 @@ async def test_a_cli_that_died_between_turns_is_started_again_on_its_session(ope
     assert end.state == "complete", end.message
     assert chat._transport is not transport
     assert "remember figs" in json.dumps(fake.turns[-1]["messages"])
+
+
+def picking(label: str) -> Any:
+    """Answers Claude's one question with `label`."""
+    return lambda request: InputAnswer(
+        "accept",
+        {"q1": {"state": "submitted", "value": {"kind": "selected", "value": label}}},
+    )
+
+
+async def test_claudes_own_question_is_put_to_the_person_and_the_answer_is_its_result(
+    open_chat, fake
+):
+    chat = await open_chat()
+    events = RecordingEvents(answer=picking("Blue"))
+    end = await chat.run_turn(request("ask Which colour?"), events)
+    assert end.state == "complete", end.message
+    [asked] = of(events, "ask")
+    question = asked["request"]
+    assert question["_meta"] == {"purpose": "askUser"}
+    [one] = question["questions"]
+    assert one["message"] == "Which colour?" and one["kind"] == "single-select"
+    assert one["title"] == "Colour" and one["required"] is True
+    assert [o["label"] for o in one["options"]] == ["Red", "Blue"]
+    assert one["options"][0]["description"] == "The warm one"
+    # Its own question is no permission: the call runs, and its result is the answer.
+    assert of(events, "permission") == []
+    [started] = [p for p in of(events, "tool_call") if p["partial_input"] is None]
+    assert started["name"] == "AskUserQuestion"
+    [running] = of(events, "tool_running")
+    assert running["call_id"] == started["call_id"] and running["title"] == "Ask: Which colour?"
+    [result] = of(events, "tool_result")
+    assert result["success"] is True and '"Which colour?"="Blue"' in (result["output"] or "")
+    told = json.dumps(fake.turns[-1]["messages"][-1])
+    assert "tool_result" in told and '\\"Which colour?\\"=\\"Blue\\"' in told
+
+
+async def test_a_declined_question_tells_claude_the_person_declined(open_chat, fake):
+    chat = await open_chat()
+    events = RecordingEvents(answer=lambda request: InputAnswer("decline"))
+    end = await chat.run_turn(request("ask Which colour now?"), events)
+    assert end.state == "complete", end.message
+    [result] = of(events, "tool_result")
+    assert result["success"] is False and DECLINED in (result["error"] or "")
+    assert DECLINED in json.dumps(fake.turns[-1]["messages"][-1])
+
+
+async def test_a_stop_while_claude_asks_cancels_the_question_and_ends_the_turn(open_chat):
+    chat = await open_chat()
+    waiting: asyncio.Future[InputAnswer] = asyncio.get_running_loop().create_future()
+
+    class Asking(RecordingEvents):
+        async def ask(self, request: Any) -> InputAnswer:
+            self.asked.set()
+            return await waiting
+
+    events = Asking()
+    running = asyncio.ensure_future(chat.run_turn(request("ask Stop me?"), events))
+    await asyncio.wait_for(events.asked.wait(), 30)
+    await chat.cancel()
+    assert (await asyncio.wait_for(running, 30)).state == "cancelled"
+    after = RecordingEvents()
+    assert (await chat.run_turn(request("after the question"), after)).state == "complete"

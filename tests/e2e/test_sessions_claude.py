@@ -123,3 +123,42 @@ async def test_a_stop_interrupts_claude_and_the_chat_goes_on(server, connect, wo
     assert after["action"]["type"] == "chat/turnComplete"
     assert reply(client, chat)[1] == "echo: after the stop"
     await client.assert_conforms(chat)
+
+
+async def test_claudes_own_question_is_answered_over_the_socket_and_reaches_the_model(
+    server, connect, workdir, fake
+):
+    client = await connect(server.url)
+    await client.initialize()
+    uri, chat = await new_session(client, workdir, provider="claude")
+    start = turn("ask Which colour, over the socket?")
+    await client.dispatch(chat, start)
+    seen = await client.wait_action(
+        lambda e: e["channel"] == chat and e["action"]["type"] == "chat/inputRequested",
+        timeout=30,
+    )
+    request = seen["action"]["request"]
+    assert request["_meta"] == {"purpose": "askUser"}
+    [question] = request["questions"]
+    assert [o["id"] for o in question["options"]] == ["Red", "Blue"]
+    needed = await client.wait_action(
+        lambda e: e["channel"] == uri and e["action"]["type"] == "session/inputNeededSet",
+        timeout=30,
+    )
+    assert needed["action"]["request"]["request"]["id"] == request["id"]
+    answer = {"state": "submitted", "value": {"kind": "selected", "value": "Red"}}
+    await client.dispatch_and_wait(
+        chat,
+        {
+            "type": "chat/inputCompleted",
+            "requestId": request["id"],
+            "response": "accept",
+            "answers": {question["id"]: answer},
+        },
+    )
+    end = await client.wait_action(ended(chat, start["turnId"]), timeout=30)
+    assert end["action"]["type"] == "chat/turnComplete"
+    told = json.dumps(fake.turns[-1]["messages"][-1])
+    assert '\\"Which colour, over the socket?\\"=\\"Red\\"' in told
+    await client.assert_conforms(chat)
+    await client.assert_conforms(uri)

@@ -19,8 +19,9 @@ from claude_agent_sdk import (
     ToolPermissionContext,
 )
 
-from hosts.backends.base import PermissionOption
+from hosts.backends.base import InputAnswer, PermissionOption
 
+from .ask_user_question import ASK_USER_QUESTION, NotAQuestion, decision, question_request
 from .turn import Turn
 
 ALLOW_SESSION = PermissionOption("allowSession", "Allow in this Session", "approve")
@@ -48,6 +49,8 @@ async def decide(
         return PermissionResultDeny(message=STOPPED, interrupt=True)
     call_id = context.tool_use_id or ""
     call = turn.call(call_id, tool_name, tool_input)
+    if tool_name == ASK_USER_QUESTION:
+        return await ask_user_question(turn, call_id, tool_input)
     if tool_name in allowed:
         turn.running(call)
         return PermissionResultAllow()
@@ -74,3 +77,28 @@ async def decide(
     if answer.option_id == ALLOW_SESSION.option_id:
         allowed.add(tool_name)
     return PermissionResultAllow()
+
+
+async def ask_user_question(turn: Turn, call_id: str, tool_input: dict[str, Any]) -> Decision:
+    """Claude's own question: runs at once (asking whether it may ask would be asking twice),
+    put to the person, and answered with what they said."""
+    call = turn.calls[call_id]
+    turn.running(call)
+    try:
+        request = question_request(tool_input)
+    except NotAQuestion as error:
+        return PermissionResultDeny(message=str(error))
+    asking = asyncio.ensure_future(turn.events.ask(request))
+    turn.questions.add(asking)
+    try:
+        answer: InputAnswer = await asking
+    except asyncio.CancelledError:
+        current = asyncio.current_task()
+        if current is not None and current.cancelling():
+            raise
+        return PermissionResultDeny(message=STOPPED, interrupt=True)
+    finally:
+        turn.questions.discard(asking)
+    if turn.cancelled.is_set():
+        return PermissionResultDeny(message=STOPPED, interrupt=True)
+    return decision(tool_input, request, answer)

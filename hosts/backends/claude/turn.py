@@ -28,7 +28,7 @@ from claude_agent_sdk import (
     UserMessage,
 )
 
-from hosts.backends.base import PermissionAnswer, TurnEvents
+from hosts.backends.base import TurnEvents
 
 #: The protocol's toolKind hint by the CLI's own tool names (what a client draws a row with).
 TOOL_KINDS = {
@@ -73,6 +73,11 @@ def tool_title(name: str, tool_input: Mapping[str, Any] | None) -> str:
         "Task": ("Delegate:", "description"),
         "Agent": ("Delegate:", "description"),
     }
+    if name == "AskUserQuestion":
+        questions = given.get("questions")
+        first = questions[0] if isinstance(questions, list) and questions else None
+        if isinstance(first, Mapping) and isinstance(first.get("question"), str):
+            return f"Ask: {_short(first['question'])}"
     if name in verbs:
         verb, key = verbs[name]
         if what := said(key):
@@ -111,8 +116,8 @@ class Turn:
     events: TurnEvents
     turn_id: str | None = None
     cancelled: asyncio.Event = field(default_factory=asyncio.Event)
-    #: Permission questions waiting for a person; cancel answers them.
-    questions: set[asyncio.Future[PermissionAnswer]] = field(default_factory=set)
+    #: Questions waiting for a person (a permission, Claude's own); cancel answers them.
+    questions: set[asyncio.Future[Any]] = field(default_factory=set)
     calls: dict[str, ToolCall] = field(default_factory=dict)
     #: The model's answer text, for the chat's kept turns.
     said: list[str] = field(default_factory=list)
