@@ -4,9 +4,11 @@ pointed at a local fake Anthropic Messages API (tests/support/fake_anthropic.py)
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import signal
+import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -18,7 +20,9 @@ from hosts.backends.base import (
     AgentConfig,
     BackendError,
     ChatContext,
+    ClientTool,
     InputAnswer,
+    McpServerSpec,
     PermissionAnswer,
     TurnRequest,
 )
@@ -468,3 +472,86 @@ async def test_a_stop_while_claude_asks_cancels_the_question_and_ends_the_turn(o
     assert (await asyncio.wait_for(running, 30)).state == "cancelled"
     after = RecordingEvents()
     assert (await chat.run_turn(request("after the question"), after)).state == "complete"
+
+
+OPEN_FILE = ClientTool(
+    "c1",
+    "openFile",
+    title="Open File",
+    description="Open a file in the editor",
+    input_schema={"type": "object", "properties": {"path": {"type": "string"}}},
+)
+
+
+async def test_a_clients_tool_is_offered_as_mcp_client_and_run_by_that_client(open_chat, fake):
+    tools = [OPEN_FILE]
+    chat = await open_chat(client_tools=lambda: list(tools))
+    events = RecordingEvents(
+        run_tool=lambda tool, tool_input: {
+            "success": True,
+            "pastTenseMessage": "Opened",
+            "content": [{"type": "text", "text": f"opened {json.loads(tool_input)['path']}"}],
+        }
+    )
+    name = "mcp__client__c1__openFile"
+    end = await chat.run_turn(request(f'call {name} {{"path": "a.txt"}}'), events)
+    assert end.state == "complete", end.message
+    [started] = [p for p in of(events, "tool_call") if p["partial_input"] is None]
+    assert started["name"] == name and started["title"] == "Open File"
+    assert started["contributor"] == {"kind": "client", "clientId": "c1"}
+    [run] = of(events, "run_client_tool")
+    assert run["call_id"] == started["call_id"] and run["tool"] == OPEN_FILE
+    assert json.loads(run["tool_input"]) == {"path": "a.txt"}
+    # The client's window confirms its own tool, and its completion is the call's result.
+    assert of(events, "permission") == [] and of(events, "tool_result") == []
+    assert "opened a.txt" in json.dumps(fake.turns[-1]["messages"][-1])
+    # A set changed between turns is what the next turn offers: the CLI lists it again.
+    tools[:] = [dataclasses.replace(OPEN_FILE, client_id="c2", name="showDiff", title=None)]
+    again = RecordingEvents()
+    end = await chat.run_turn(request("call mcp__client__c2__showDiff {}"), again)
+    assert end.state == "complete", end.message
+    [run] = of(again, "run_client_tool")
+    assert run["tool"].client_id == "c2" and run["tool"].name == "showDiff"
+
+
+async def test_a_clients_failed_call_is_an_error_result_for_the_model(open_chat, fake):
+    chat = await open_chat(client_tools=lambda: [OPEN_FILE])
+    events = RecordingEvents()  # no client runs it: a failure
+    end = await chat.run_turn(request('call mcp__client__c1__openFile {"path": "b"}'), events)
+    assert end.state == "complete", end.message
+    told = fake.turns[-1]["messages"][-1]["content"][0]
+    assert told["type"] == "tool_result" and told.get("is_error") is True
+    assert "no client runs tools here" in json.dumps(told)
+
+
+async def test_a_team_mcp_server_is_handed_to_the_cli_with_its_secret_kept_off_its_command_line(
+    open_chat, fake, workdir, tmp_path
+):
+    server = McpServerSpec(
+        id="mcp:team tools",
+        name="team tools",
+        transport="stdio",
+        command=sys.executable,
+        args=(str(Path(__file__).parents[1] / "support" / "stdio_mcp_server.py"),),
+        cwd=str(tmp_path),
+        env={"MCP_TOKEN": "tok-secret-123"},
+    )
+    chat = await open_chat(mcp_servers=[server])
+    transport = chat._transport
+    assert transport is not None and transport.pid is not None
+    command_line = Path(f"/proc/{transport.pid}/cmdline").read_bytes()
+    assert b"tok-secret-123" not in command_line
+    config = chat._mcp_config
+    assert config is not None and config.stat().st_mode & 0o777 == 0o600
+    events = RecordingEvents(decide=answering("allowOnce"))
+    end = await chat.run_turn(request("call mcp__team_tools__whereami {}"), events)
+    assert end.state == "complete", end.message
+    [started] = [p for p in of(events, "tool_call") if p["partial_input"] is None]
+    assert started["contributor"] == {"kind": "mcp", "customizationId": "mcp:team tools"}
+    [asked] = of(events, "permission")  # a team server's tool is the person's to allow
+    assert asked["call_id"] == started["call_id"]
+    [result] = of(events, "tool_result")
+    assert result["success"] is True
+    assert f"cwd={tmp_path} token=tok-secret-123" in (result["output"] or "")
+    await chat.close()
+    assert not config.exists()

@@ -162,3 +162,64 @@ async def test_claudes_own_question_is_answered_over_the_socket_and_reaches_the_
     assert '\\"Which colour, over the socket?\\"=\\"Red\\"' in told
     await client.assert_conforms(chat)
     await client.assert_conforms(uri)
+
+
+OPEN_FILE = {
+    "name": "openFile",
+    "title": "Open File",
+    "description": "Open a file in the editor",
+    "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}},
+}
+
+
+async def test_a_clients_tool_called_by_claude_is_run_by_that_client(
+    server, connect, workdir, fake
+):
+    client = await connect(server.url)
+    await client.initialize()
+    uri = f"ahp-session:/{uuid.uuid4()}"
+    await client.request(
+        "createSession",
+        {
+            "channel": uri,
+            "provider": "claude",
+            "workingDirectories": [workdir.as_uri()],
+            "activeClient": {"clientId": client.client_id, "tools": [OPEN_FILE]},
+        },
+    )
+    snapshot = await client.request("subscribe", {"channel": uri})
+    chat = snapshot["snapshot"]["state"]["defaultChat"]
+    await client.request("subscribe", {"channel": chat})
+    start = turn(f'call mcp__client__{client.client_id}__openFile {{"path": "notes.md"}}')
+    await client.dispatch(chat, start)
+    ready = await client.wait_action(
+        lambda e: (
+            e["channel"] == chat
+            and e["action"]["type"] == "chat/toolCallReady"
+            and e["action"]["turnId"] == start["turnId"]
+        ),
+        timeout=30,
+    )
+    assert ready["action"]["confirmed"] == "not-needed"
+    call_id = ready["action"]["toolCallId"]
+    assert json.loads(ready["action"]["toolInput"]) == {"path": "notes.md"}
+    active = client.tracked[chat][0]["activeTurn"]
+    [call] = [p["toolCall"] for p in active["responseParts"] if p["kind"] == "toolCall"]
+    assert call["contributor"] == {"kind": "client", "clientId": client.client_id}
+    assert call["displayName"] == "Open File"
+    complete = {
+        "type": "chat/toolCallComplete",
+        "turnId": start["turnId"],
+        "toolCallId": call_id,
+        "result": {
+            "success": True,
+            "pastTenseMessage": "Opened notes.md",
+            "content": [{"type": "text", "text": "the notes say 42"}],
+        },
+    }
+    assert "rejectionReason" not in await client.dispatch_and_wait(chat, complete)
+    end = await client.wait_action(ended(chat, start["turnId"]), timeout=30)
+    assert end["action"]["type"] == "chat/turnComplete"
+    assert "the notes say 42" in json.dumps(fake.turns[-1]["messages"][-1])
+    await client.assert_conforms(chat)
+    await client.assert_conforms(uri)

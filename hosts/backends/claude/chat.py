@@ -43,6 +43,8 @@ from hosts.backends.base import (
 from hosts.backends.process import host_env
 
 from .cli_process import JailedCliTransport, bundled_cli
+from .client_tools_server import SERVER_NAME, ClientToolsServer
+from .mcp_config import contributor, server_names, write_config
 from .permissions import Decision, decide
 from .prompt import user_message
 from .turn import Turn
@@ -104,6 +106,12 @@ class ClaudeChat:
         #: The chat's completed turns, {"user", "assistant"}: handed to a new CLI session.
         self._history: list[Mapping[str, str]] = list(context.history)
         self._history_due = False
+        #: The team's MCP servers by the name the CLI knows each by.
+        self._team = server_names(context.mcp_servers)
+        #: The clients' tools, where a client can run one here.
+        self._client_tools = ClientToolsServer() if context.client_tools is not None else None
+        #: The CLI's `--mcp-config` file while it runs (holds the team servers' secrets).
+        self._mcp_config: Path | None = None
 
     @property
     def _name(self) -> str:
@@ -159,6 +167,17 @@ class ClaudeChat:
                 f"{self._name}: claude-agent-sdk ships no claude CLI for this machine; "
                 "set cliPath to one."
             )
+        sdk_servers: dict[str, Any] = {}
+        if self._client_tools is not None:
+            sdk_servers[SERVER_NAME] = {
+                "type": "sdk",
+                "name": SERVER_NAME,
+                "instance": self._client_tools.server,
+            }
+        mcp_config = None
+        if self._team or sdk_servers:
+            mcp_config = self._home / ".ahpd-mcp" / f"{uuid.uuid4()}.json"
+            write_config(mcp_config, self._team, bool(sdk_servers))
         options = ClaudeAgentOptions(
             cwd=self._directories[0],
             add_dirs=list(self._directories[1:]),
@@ -172,6 +191,9 @@ class ClaudeChat:
             system_prompt={"type": "preset", "preset": "claude_code"},
             setting_sources=["user", "project", "local"],
             stderr=self._on_stderr,
+            # The SDK routes the in-process server's messages by this; the CLI is told of
+            # every server by the file (see mcp_config.py).
+            mcp_servers=cast(Any, sdk_servers),
         )
         jail = self._context.jail
         if jail is not None:
@@ -179,12 +201,20 @@ class ClaudeChat:
         transport = JailedCliTransport(
             # What ClaudeSDKClient does to its own options when it starts its own transport:
             # permission questions come over stdio, to can_use_tool.
-            dataclasses.replace(options, permission_prompt_tool_name="stdio"),
+            dataclasses.replace(
+                options,
+                permission_prompt_tool_name="stdio",
+                mcp_servers=str(mcp_config) if mcp_config is not None else {},
+            ),
             env=self._env(),
             jail=jail,
             needs=tuple(self._config.env.values()),
         )
         client = ClaudeSDKClient(options, transport=transport)
+        self._forget_mcp_config()
+        self._mcp_config = mcp_config
+        if self._client_tools is not None:
+            self._client_tools.listed = False
         self._stderr.clear()
         try:
             await asyncio.wait_for(client.connect(), START_TIMEOUT_S)
@@ -228,10 +258,25 @@ class ClaudeChat:
         client, transport = self._client, self._transport
         self._client = self._transport = None
         if client is None or transport is None:
+            self._forget_mcp_config()
             return
         if kill:
             transport.kill_group()
         await self._disconnect(client, transport)
+        self._forget_mcp_config()
+
+    def _forget_mcp_config(self) -> None:
+        if self._mcp_config is not None:
+            self._mcp_config.unlink(missing_ok=True)
+            self._mcp_config = None
+
+    def _contributor(self, tool_name: str) -> Mapping[str, Any] | None:
+        if self._client_tools is not None and (found := self._client_tools.contributor(tool_name)):
+            return found
+        return contributor(self._team, tool_name)
+
+    def _display(self, tool_name: str) -> str | None:
+        return self._client_tools.display_name(tool_name) if self._client_tools else None
 
     async def _can_use_tool(
         self, tool_name: str, tool_input: dict[str, Any], context: ToolPermissionContext
@@ -243,13 +288,25 @@ class ClaudeChat:
     async def run_turn(self, request: TurnRequest, events: TurnEvents) -> TurnEnd:
         """Write the person's message to the CLI and report the turn until its result."""
         async with self._turn_lock:
-            turn = Turn(events, request.turn_id)
+            turn = Turn(
+                events,
+                request.turn_id,
+                contributor_of=self._contributor,
+                display_of=self._display,
+            )
             self._turn = turn
             try:
                 if self._closed:
                     return TurnEnd("cancelled")
-                if not self._alive():
-                    await self._stop(kill=True)
+                # The tools the clients provide now: this turn's, whatever they say after.
+                relist = self._client_tools is not None and self._client_tools.offer(
+                    self._context.client_tools() if self._context.client_tools else ()
+                )
+                if not self._alive() or relist:
+                    # A changed set of client tools starts the CLI again, resumed, as VS Code's
+                    # Claude rebinds its query at the next send: the CLI lists an in-process
+                    # server's tools once, and takes no reconnect of one.
+                    await self._stop(kill=not relist)
                     try:
                         await self.start()
                     except BackendError as error:
@@ -266,6 +323,8 @@ class ClaudeChat:
                             "error", f"{self._name} cannot switch to {request.model}: {error}"
                         )
                     self._model = request.model
+                if self._client_tools is not None:
+                    self._client_tools.events = events
                 earlier = earlier_conversation(self._history) if self._history_due else None
                 self._history_due = False
                 try:
@@ -279,6 +338,8 @@ class ClaudeChat:
                 return end
             finally:
                 self._turn = None
+                if self._client_tools is not None:
+                    self._client_tools.events = None
                 for question in turn.questions:
                     question.cancel()
 

@@ -51,6 +51,10 @@ async def decide(
     call = turn.call(call_id, tool_name, tool_input)
     if tool_name == ASK_USER_QUESTION:
         return await ask_user_question(turn, call_id, tool_input)
+    if call.client:
+        # A client's own tool: that client runs it in the person's own window, under that
+        # window's confirmation; asking here too would ask twice for one call.
+        return PermissionResultAllow()
     if tool_name in allowed:
         turn.running(call)
         return PermissionResultAllow()
