@@ -156,6 +156,34 @@ class HostTerminals(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
+class BackgroundTask:
+    """Work an agent runs in the background of a chat, past the call that started it: a shell
+    command, or a subagent. The host builds each row (BackgroundWork) from these."""
+
+    #: The agent's own id for it.
+    task_id: str
+    kind: Literal["shell", "subagent"]
+    #: What it is for, in a few words.
+    label: str
+    #: When it started, ISO 8601.
+    started_at: str
+    #: A shell's command line.
+    command: str | None = None
+    #: The tool call that started it.
+    tool_call_id: str | None = None
+
+
+class ChatReports(Protocol):
+    """What a backend says of a chat outside any one turn (the engine's, per chat)."""
+
+    def background_work(self, tasks: Sequence[BackgroundTask]) -> None:
+        """The whole set of work the agent runs in the background now (none: nothing runs)."""
+
+    def activity(self, activity: str | None) -> None:
+        """What the agent is doing now, in one line; None when it is idle."""
+
+
+@dataclass(frozen=True, slots=True)
 class ChatContext:
     """What a backend needs to open (or resume) one conversation."""
 
@@ -184,6 +212,8 @@ class ChatContext:
     #: The tools the session's active clients provide, read as each turn starts (a running
     #: turn keeps the set it started with); None: no client can run a tool here.
     client_tools: Callable[[], Sequence[ClientTool]] | None = None
+    #: Where the backend says its background work and its activity; None: nobody listens.
+    reports: ChatReports | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,6 +19,7 @@ import pytest
 from hosts.backends.base import (
     AgentConfig,
     BackendError,
+    BackgroundTask,
     ChatContext,
     ClientTool,
     InputAnswer,
@@ -555,3 +556,66 @@ async def test_a_team_mcp_server_is_handed_to_the_cli_with_its_secret_kept_off_i
     assert f"cwd={tmp_path} token=tok-secret-123" in (result["output"] or "")
     await chat.close()
     assert not config.exists()
+
+
+class RecordingReports:
+    """A chat's reports (ChatReports), each kept; `settled` is set when the background set
+    comes back empty after it held something."""
+
+    def __init__(self) -> None:
+        self.sets: list[list[BackgroundTask]] = []
+        self.activities: list[str | None] = []
+        self.settled = asyncio.Event()
+
+    def background_work(self, tasks: Any) -> None:
+        self.sets.append(list(tasks))
+        if not tasks and any(self.sets):
+            self.settled.set()
+
+    def activity(self, activity: str | None) -> None:
+        self.activities.append(activity)
+
+
+async def test_a_background_shell_is_reported_until_it_ends_and_the_next_turn_is_its_own(
+    open_chat,
+):
+    reports = RecordingReports()
+    chat = await open_chat(reports=reports)
+    events = RecordingEvents()
+    command = "sleep 1; echo bgdone"
+    end = await chat.run_turn(request(f"background {command}"), events)
+    assert end.state == "complete", end.message
+    [started] = [p for p in of(events, "tool_call") if p["partial_input"] is None]
+    [task] = reports.sets[0]
+    assert task.kind == "shell" and task.command == command and task.label == "Run it"
+    assert task.tool_call_id == started["call_id"] and task.started_at.endswith("Z")
+    # The shell ends after the turn: said then, with nobody's turn running.
+    await asyncio.wait_for(reports.settled.wait(), 30)
+    assert reports.sets[-1] == []
+    # The CLI tells the model of it on its own, and what it says of it is said in the next
+    # turn where it lands there; that turn ends with its own answer, not with that one's.
+    after = RecordingEvents()
+    assert (await chat.run_turn(request("after the shell"), after)).state == "complete"
+    assert after.texts().endswith("echo: after the shell")
+    # What the session is doing: the model thinking while a turn runs, and idle after.
+    assert "Thinking" in reports.activities and reports.activities[-1] is None
+
+
+async def test_a_subagent_is_reported_and_the_turn_waits_for_claudes_answer_to_it(open_chat, fake):
+    reports = RecordingReports()
+    chat = await open_chat(reports=reports)
+    events = RecordingEvents()
+    end = await chat.run_turn(request("delegate say hi"), events)
+    assert end.state == "complete", end.message
+    [started] = [p for p in of(events, "tool_call") if p["partial_input"] is None]
+    assert started["name"] == "Task"
+    subagents = [t for tasks in reports.sets for t in tasks if t.kind == "subagent"]
+    assert subagents and subagents[0].tool_call_id == started["call_id"]
+    assert subagents[0].label == "Delegate it" and subagents[0].command is None
+    # The turn ended once the subagent had and Claude had answered it: nothing is left.
+    assert reports.sets[-1] == []
+    [usage] = of(events, "usage")
+    assert usage["input_tokens"] is not None and usage["input_tokens"] >= 2 * INPUT_TOKENS
+    after = RecordingEvents()
+    assert (await chat.run_turn(request("after the subagent"), after)).state == "complete"
+    assert after.texts() == "echo: after the subagent"

@@ -223,3 +223,52 @@ async def test_a_clients_tool_called_by_claude_is_run_by_that_client(
     assert "the notes say 42" in json.dumps(fake.turns[-1]["messages"][-1])
     await client.assert_conforms(chat)
     await client.assert_conforms(uri)
+
+
+async def test_claudes_background_shell_is_the_chats_background_work_until_it_ends(
+    server, connect, workdir
+):
+    client = await connect(server.url)
+    await client.initialize()
+    uri, chat = await new_session(client, workdir, provider="claude")
+    command = "sleep 1; echo done in the background"
+    start = turn(f"background {command}")
+    await client.dispatch(chat, start)
+    # Bash asks first; allowed, it starts in the background.
+    ready = await client.wait_action(
+        lambda e: e["channel"] == chat and e["action"]["type"] == "chat/toolCallReady",
+        timeout=30,
+    )
+    call_id = ready["action"]["toolCallId"]
+    await client.dispatch_and_wait(
+        chat,
+        {
+            "type": "chat/toolCallConfirmed",
+            "turnId": start["turnId"],
+            "toolCallId": call_id,
+            "approved": True,
+            "confirmed": "user-action",
+            "selectedOptionId": "allowOnce",
+        },
+    )
+    working = await client.wait_action(
+        lambda e: e["channel"] == chat and e["action"]["type"] == "chat/backgroundWorkSet",
+        timeout=30,
+    )
+    work = working["action"]["work"]
+    assert work["id"].startswith("shell:") and work["kind"] == "shell"
+    assert work["command"] == command and work["label"] == "Run it" and work["startedAt"]
+    thinking = await client.wait_action(
+        lambda e: e["channel"] == uri and e["action"]["type"] == "session/activityChanged",
+        timeout=30,
+    )
+    assert thinking["action"]["activity"] == "Thinking"
+    await client.wait_action(ended(chat, start["turnId"]), timeout=30)
+    removed = await client.wait_action(
+        lambda e: e["channel"] == chat and e["action"]["type"] == "chat/backgroundWorkRemoved",
+        timeout=30,
+    )
+    assert removed["action"]["id"] == work["id"]
+    assert not client.tracked[chat][0].get("backgroundWork")
+    await client.assert_conforms(chat)
+    await client.assert_conforms(uri)

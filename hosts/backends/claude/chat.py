@@ -22,11 +22,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from claude_agent_sdk import (
+    AssistantMessage,
     ClaudeAgentOptions,
     ClaudeSDKClient,
     ConversationResetMessage,
     ResultMessage,
+    StreamEvent,
+    SystemMessage,
+    TaskNotificationMessage,
+    TaskUpdatedMessage,
     ToolPermissionContext,
+    ToolUseBlock,
 )
 from claude_agent_sdk.types import PermissionMode
 
@@ -42,6 +48,7 @@ from hosts.backends.base import (
 )
 from hosts.backends.process import host_env
 
+from .background_tasks import BackgroundTasks
 from .cli_process import JailedCliTransport, bundled_cli
 from .client_tools_server import SERVER_NAME, ClientToolsServer
 from .mcp_config import contributor, server_names, write_config
@@ -60,6 +67,10 @@ INHERITED_ENV = ("PATH", "LANG", "TERM")
 DEFAULT_ENV = {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
 #: How long starting the CLI (its start and the SDK's initialize) may take.
 START_TIMEOUT_S = 60.0
+#: What the CLI's `status` says it is doing, as the session's activity.
+STATUS_ACTIVITY = {"requesting": "Thinking", "compacting": "Compacting the conversation"}
+#: Put in a turn's inbox when the CLI's output ends.
+_ENDED = object()
 #: How many of the CLI's last stderr lines are kept to explain why it failed.
 STDERR_TAIL_LINES = 20
 PERMISSION_MODES: tuple[PermissionMode, ...] = (
@@ -112,6 +123,16 @@ class ClaudeChat:
         self._client_tools = ClientToolsServer() if context.client_tools is not None else None
         #: The CLI's `--mcp-config` file while it runs (holds the team servers' secrets).
         self._mcp_config: Path | None = None
+        #: What the CLI runs in the background, said through the context's reports.
+        self._background = BackgroundTasks(self._command_of)
+        #: The Bash commands the chat's turns ran, by call id (what a background shell runs).
+        self._commands: dict[str, str] = {}
+        #: Reads the CLI's messages for as long as it runs: a turn's go to its inbox, and
+        #: what the CLI says between turns (its background work ending, and its answer to
+        #: that) is taken there.
+        self._pump: asyncio.Task[None] | None = None
+        self._inbox: asyncio.Queue[Any] | None = None
+        self._activity: str | None = None
 
     @property
     def _name(self) -> str:
@@ -232,6 +253,7 @@ class ClaudeChat:
             await self._disconnect(client, transport)
             raise BackendError(f"Cannot start {self._name}: {error}{self._last_words()}") from None
         self._client, self._transport, self._dead = client, transport, False
+        self._pump = asyncio.ensure_future(self._read_cli(client))
 
     def _on_stderr(self, line: str) -> None:
         self._stderr.append(line[:500])
@@ -257,6 +279,13 @@ class ClaudeChat:
     async def _stop(self, *, kill: bool = False) -> None:
         client, transport = self._client, self._transport
         self._client = self._transport = None
+        pump, self._pump = self._pump, None
+        if pump is not None:
+            pump.cancel()
+        if self._background.tasks:
+            # Its background work ends with it.
+            self._background.tasks.clear()
+            self._report_background()
         if client is None or transport is None:
             self._forget_mcp_config()
             return
@@ -325,34 +354,126 @@ class ClaudeChat:
                     self._model = request.model
                 if self._client_tools is not None:
                     self._client_tools.events = events
+                inbox = self._inbox = asyncio.Queue()
+                if self._dead:
+                    inbox.put_nowait(_ENDED)
                 earlier = earlier_conversation(self._history) if self._history_due else None
                 self._history_due = False
+                prompt = user_message(request, earlier)
                 try:
-                    await client.query(_one(user_message(request, earlier)))
+                    await client.query(_one(prompt))
                 except Exception as error:
                     self._dead = True
                     return TurnEnd("error", f"{self._name} cannot be written to: {error}")
-                end = await self._wait(turn, asyncio.ensure_future(self._read(turn, client)))
+                reading = asyncio.ensure_future(self._read(turn, inbox, prompt["uuid"]))
+                end = await self._wait(turn, reading)
                 if end.state == "complete":
                     self._history.append({"user": request.text, "assistant": "".join(turn.said)})
                 return end
             finally:
                 self._turn = None
+                self._inbox = None
+                self._say_activity(None)
                 if self._client_tools is not None:
                     self._client_tools.events = None
                 for question in turn.questions:
                     question.cancel()
 
-    async def _read(self, turn: Turn, client: ClaudeSDKClient) -> ResultMessage | None:
-        """Say what the CLI sends until the turn's result; None if its output ended first."""
-        async for message in client.receive_messages():
-            if isinstance(message, ConversationResetMessage):
-                # `/clear`: the CLI's running totals start again from nothing.
-                self._agent.costs[self.backend_id or message.session_id] = 0.0
+    async def _read_cli(self, client: ClaudeSDKClient) -> None:
+        """Read what the CLI sends until its output ends: background work is said as it
+        changes, a turn's messages go to it, and the rest is what the CLI says between turns."""
+        try:
+            async for message in client.receive_messages():
+                if isinstance(message, ConversationResetMessage):
+                    # `/clear`: the CLI's running totals start again from nothing.
+                    self._agent.costs[self.backend_id or message.session_id] = 0.0
+                if isinstance(message, AssistantMessage):
+                    self._keep_commands(message)
+                if self._background.apply(message):
+                    self._report_background()
+                if isinstance(message, SystemMessage) and message.subtype == "status":
+                    status = message.data.get("status")
+                    self._say_activity(STATUS_ACTIVITY.get(status) if status else None)
+                inbox = self._inbox
+                if inbox is not None:
+                    inbox.put_nowait(message)
+                else:
+                    self._between_turns(message)
+        except Exception as error:
+            log.warning("%s: reading the CLI failed: %s", self._name, error)
+        finally:
+            self._dead = True
+            if self._inbox is not None:
+                self._inbox.put_nowait(_ENDED)
+
+    def _between_turns(self, message: Any) -> None:
+        """The CLI answering on its own with no turn running (it tells the model of a
+        background task that ended): nobody asked, so nothing of it is said; its cost counts
+        into the next turn's, which starts from the running total said before it."""
+        if isinstance(message, ResultMessage):
+            log.info("%s answered a background task between turns", self._name)
+
+    def _report_background(self) -> None:
+        reports = self._context.reports
+        if reports is not None:
+            reports.background_work(list(self._background.tasks.values()))
+
+    def _say_activity(self, activity: str | None) -> None:
+        if activity != self._activity:
+            self._activity = activity
+            if self._context.reports is not None:
+                self._context.reports.activity(activity)
+
+    def _command_of(self, call_id: str) -> str | None:
+        return self._commands.get(call_id)
+
+    def _keep_commands(self, message: AssistantMessage) -> None:
+        """The command of each Bash call, which a background shell it starts carries."""
+        for block in message.content:
+            if isinstance(block, ToolUseBlock) and block.name == "Bash":
+                command = block.input.get("command")
+                if isinstance(command, str):
+                    self._commands[block.id] = command
+
+    async def _read(
+        self, turn: Turn, inbox: asyncio.Queue[Any], prompt: str
+    ) -> ResultMessage | None:
+        """Say the turn's messages until its result; None if the CLI's output ended first.
+
+        The turn's result is the one that took in its prompt (`prompt`, the message's uuid),
+        not one of a turn the CLI injected on its own before it (its answer to a background
+        task that ended, which is said in this turn all the same). After it, a subagent still
+        working, or word of a background task that ended which the CLI still owes the model
+        (it answers that in a model call of its own), keeps the turn open for that answer,
+        which is the person's."""
+        #: Listed tasks that ended since the model was last called: the CLI owes it word.
+        owed: set[str] = set()
+        told: set[str] = set()
+        ours = False
+        last: ResultMessage | None = None
+        while True:
+            message = await inbox.get()
+            if message is _ENDED:
+                return None
+            if isinstance(message, TaskNotificationMessage | TaskUpdatedMessage):
+                task = message.task_id
+                if task in self._background.ended and task not in told:
+                    owed.add(task)
+            elif (
+                isinstance(message, StreamEvent)
+                and message.parent_tool_use_id is None
+                and message.event.get("type") == "message_start"
+            ):
+                told |= owed
+                owed.clear()
             result = turn.apply(message)
-            if result is not None:
-                return result
-        return None
+            if result is None:
+                continue
+            turn.results.append(result)
+            last = result
+            ours = ours or _took_in(result, prompt)
+            if ours and not owed and not self._background.subagents_running:
+                return last
 
     async def _wait(self, turn: Turn, reading: asyncio.Future[Any]) -> TurnEnd:
         cancelled: asyncio.Future[Any] = asyncio.ensure_future(turn.cancelled.wait())
@@ -417,9 +538,10 @@ class ClaudeChat:
         return TurnEnd("complete")
 
     def _report_usage(self, turn: Turn, result: ResultMessage) -> None:
-        """The turn's tokens, and its cost: the CLI's total for the session (it counts on across
+        """The turn's tokens (every result of it: the CLI's answer to its background work is a
+        result of its own), and its cost: the CLI's total for the session (it counts on across
         a resume) less the total it said after the turn before, where that is known."""
-        usage = result.usage or {}
+        usage = _summed([r.usage or {} for r in turn.results] or [result.usage or {}])
         costs = self._agent.costs
         session = self.backend_id or result.session_id
         before = costs.get(session)
@@ -476,6 +598,33 @@ class ClaudeChat:
 
 async def _one(message: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
     yield message
+
+
+def _took_in(result: ResultMessage, prompt: str) -> bool:
+    """Whether `result` is of the turn that took in the message sent with uuid `prompt`. One
+    that names no message it took in is the prompt's unless the CLI says something else
+    started it (a background task's notification): an older CLI names none."""
+    if result.user_message_uuid is None and not result.user_message_uuids:
+        origin: Mapping[str, Any] = result.origin or {}
+        return origin.get("kind") in (None, "human")
+    return prompt == result.user_message_uuid or prompt in (result.user_message_uuids or [])
+
+
+def _summed(usages: list[dict[str, Any]]) -> dict[str, int]:
+    """Token counts added up over several results' usage (a count none of them gives is
+    left out)."""
+    keys = (
+        "input_tokens",
+        "output_tokens",
+        "cache_read_input_tokens",
+        "cache_creation_input_tokens",
+    )
+    summed: dict[str, int] = {}
+    for key in keys:
+        counts = [n for usage in usages if (n := _count(usage.get(key))) is not None]
+        if counts:
+            summed[key] = sum(counts)
+    return summed
 
 
 def _count(value: Any) -> int | None:

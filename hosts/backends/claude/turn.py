@@ -127,6 +127,9 @@ class Turn:
     #: Questions waiting for a person (a permission, Claude's own); cancel answers them.
     questions: set[asyncio.Future[Any]] = field(default_factory=set)
     calls: dict[str, ToolCall] = field(default_factory=dict)
+    #: The CLI's results in this turn, the last its end (an answer to background work that
+    #: ended is a result of its own).
+    results: list[ResultMessage] = field(default_factory=list)
     #: The model's answer text, for the chat's kept turns.
     said: list[str] = field(default_factory=list)
     #: The model the CLI said it answered with.

@@ -39,6 +39,8 @@ SESSION_RULES = (
     ActionRule("session/inputNeededRemoved", said_by_host=True),
     ActionRule("session/customizationsChanged", said_by_host=True),
     ActionRule("session/mcpServerStateChanged", said_by_host=True),
+    # What its agent is doing (sessions/agent_reports.py).
+    ActionRule("session/activityChanged", said_by_host=True),
     ActionRule("session/titleChanged", grant="session:rename", effect=_title, said_by_host=True),
     ActionRule(
         "session/isReadChanged",

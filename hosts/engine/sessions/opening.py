@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ...backends.base import AgentChat, BackendError, ChatContext
 from ..terminals import Terminals
+from .agent_reports import AgentReports
 from .agent_terminals import AgentTerminals
 from .client_tool_calls import client_tools_of
 from .jails import session_jail
@@ -52,6 +53,7 @@ async def open_agent_chat(
             client_tools=lambda: client_tools_of(
                 chat.session.channel.state, chat.session.tool_providers
             ),
+            reports=AgentReports(chat),
         )
         chat.agent_chat = await agent.open_chat(context)
         if chat.agent_chat.backend_id != chat.record.backend_id:
