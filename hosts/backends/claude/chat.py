@@ -210,7 +210,13 @@ class ClaudeChat:
             include_partial_messages=True,
             can_use_tool=self._can_use_tool,
             system_prompt={"type": "preset", "preset": "claude_code"},
-            setting_sources=["user", "project", "local"],
+            # No settings file is read: a repository's .claude/settings.json or
+            # settings.local.json, or a settings.json the agent itself wrote into its HOME
+            # (which it may write), could set `env` (ANTHROPIC_BASE_URL, a proxy) or an
+            # apiKeyHelper and send the operator's key elsewhere. What the host wants the CLI
+            # to hold comes from the host. The cost: the CLI reads no
+            # CLAUDE.md and finds no project skills, agents, commands or .mcp.json by itself.
+            setting_sources=[],
             stderr=self._on_stderr,
             # The SDK routes the in-process server's messages by this; the CLI is told of
             # every server by the file (see mcp_config.py).
