@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from .managed_settings import ManagedSettings
 from .sandbox import Jail
 
 
@@ -48,6 +49,8 @@ class AgentConfig:
     #: US dollars per million tokens, by model (a `*` glob): {"input", "output", "cacheRead",
     #: "cacheWrite"}. What a turn's usage is charged when the agent reports no cost.
     prices: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    #: The operator's managed permission rules (AHPD_CONFIG's root keys), for every backend.
+    managed: ManagedSettings = field(default_factory=ManagedSettings)
 
 
 @dataclass(frozen=True, slots=True)

@@ -648,3 +648,82 @@ async def test_a_planted_settings_file_cannot_send_the_operators_key_elsewhere(
         assert len(fake.turns) == asked + 1 and elsewhere.requests == []
     finally:
         elsewhere.close()
+
+
+def managed_agent(fake: FakeAnthropic, tmp_path: Path, **root: Any) -> ClaudeAgent:
+    """A Claude agent read from an AHPD_CONFIG whose root holds `root` (managed settings)."""
+    [config] = parse_agents(
+        {"agents": [{"provider": "claude", "kind": "claude", "env": {}}], **root}
+    )
+    return ClaudeAgent(
+        dataclasses.replace(claude_config(fake), managed=config.managed), tmp_path / "data"
+    )
+
+
+def test_the_managed_settings_are_read_from_the_config_files_root():
+    [config] = parse_agents(
+        {
+            "agents": [{"provider": "claude", "kind": "claude"}],
+            "managedSettingsPermissions": {
+                "deny": ["Bash(rm *)"],
+                "ask": ["WebFetch"],
+                "disableBypassPermissionsMode": "disable",
+            },
+            "eligibleForAutoApproval": {"Write": False, "Read": True},
+        }
+    )
+    managed = config.managed
+    assert managed.deny == ("Bash(rm *)",) and managed.ask == ("WebFetch",)
+    assert managed.bypass_disabled and managed.ineligible() == ("Write",)
+    for root, said in (
+        ({"managedSettingsPermissions": {"deny": "Bash"}}, "deny must be a list"),
+        ({"managedSettingsPermissions": {"limitTo": ["x"]}}, "limitTo is not supported"),
+        ({"managedSettingsPermissions": {"allow": ["Bash"]}}, "allow is not a managed setting"),
+        ({"eligibleForAutoApproval": {"Write": "no"}}, "tool name to true or false"),
+    ):
+        with pytest.raises(ConfigError, match=said):
+            parse_agents({"agents": [], **root})
+
+
+async def test_a_managed_deny_rule_is_held_by_the_cli_itself(open_chat, fake, tmp_path):
+    agent = managed_agent(
+        fake, tmp_path, managedSettingsPermissions={"deny": ["Bash(echo forbidden*)"]}
+    )
+    chat = await open_chat(agent)
+    events = RecordingEvents()
+    end = await chat.run_turn(request("run echo forbidden words"), events)
+    assert end.state == "complete", end.message
+    # Denied by the CLI's own rule: nobody is asked, nothing runs.
+    assert of(events, "permission") == []
+    [result] = of(events, "tool_result")
+    assert result["success"] is False and "forbidden words" not in (result["output"] or "")
+
+
+async def test_a_tool_not_eligible_for_approval_is_asked_about_every_time(
+    open_chat, fake, tmp_path, workdir
+):
+    agent = managed_agent(fake, tmp_path, eligibleForAutoApproval={"Write": False})
+    # acceptEdits would write without asking: the managed ask rule makes the CLI ask.
+    chat = await open_chat(agent, config={"permissionMode": "acceptEdits"})
+    for name in ("one.txt", "two.txt"):
+        events = RecordingEvents(decide=answering("allowSession"))
+        end = await chat.run_turn(request(f"write {workdir / name} x"), events)
+        assert end.state == "complete", end.message
+        [asked] = of(events, "permission")
+        assert asked["options"] == ["allowOnce", "skip"]
+
+
+async def test_the_managed_lock_takes_bypassing_permissions_away(
+    open_chat, fake, tmp_path, workdir
+):
+    agent = managed_agent(
+        fake, tmp_path, managedSettingsPermissions={"disableBypassPermissionsMode": "disable"}
+    )
+    assert (
+        "bypassPermissions"
+        not in agent.session_config_schema()["properties"]["permissionMode"]["enum"]
+    )
+    chat = await open_chat(agent, config={"permissionMode": "bypassPermissions"})
+    events = RecordingEvents(decide=answering("skip", approved=False))
+    await chat.run_turn(request(f"write {workdir / 'locked.txt'} x"), events)
+    assert len(of(events, "permission")) == 1 and not (workdir / "locked.txt").exists()

@@ -52,7 +52,7 @@ from .background_tasks import BackgroundTasks
 from .cli_process import JailedCliTransport, bundled_cli
 from .client_tools_server import SERVER_NAME, ClientToolsServer
 from .mcp_config import contributor, server_names, write_config
-from .permissions import Decision, decide
+from .permissions import Decision, decide, managed_settings_json
 from .prompt import user_message
 from .turn import Turn
 
@@ -105,6 +105,9 @@ class ClaudeChat:
         self._mode: PermissionMode | None = (
             cast(PermissionMode, mode) if mode in PERMISSION_MODES else None
         )
+        if self._mode == "bypassPermissions" and self._config.managed.bypass_disabled:
+            # The operator's lock takes Allow All away, whatever the session says.
+            self._mode = "default"
         #: The tools a person allowed for the rest of this chat.
         self._allowed = agent.allowed_tools(context.chat)
         self._client: ClaudeSDKClient | None = None
@@ -218,6 +221,7 @@ class ClaudeChat:
             # CLAUDE.md and finds no project skills, agents, commands or .mcp.json by itself.
             setting_sources=[],
             stderr=self._on_stderr,
+            settings=managed_settings_json(self._config.managed),
             # The SDK routes the in-process server's messages by this; the CLI is told of
             # every server by the file (see mcp_config.py).
             mcp_servers=cast(Any, sdk_servers),
@@ -316,7 +320,9 @@ class ClaudeChat:
     async def _can_use_tool(
         self, tool_name: str, tool_input: dict[str, Any], context: ToolPermissionContext
     ) -> Decision:
-        return await decide(self._turn, self._allowed, tool_name, tool_input, context)
+        return await decide(
+            self._turn, self._allowed, tool_name, tool_input, context, self._config.managed
+        )
 
     # -- turns -----------------------------------------------------------------------------------
 
