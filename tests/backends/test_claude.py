@@ -727,3 +727,19 @@ async def test_the_managed_lock_takes_bypassing_permissions_away(
     events = RecordingEvents(decide=answering("skip", approved=False))
     await chat.run_turn(request(f"write {workdir / 'locked.txt'} x"), events)
     assert len(of(events, "permission")) == 1 and not (workdir / "locked.txt").exists()
+
+
+async def test_the_projects_claude_md_is_read_by_the_host_but_not_through_a_link_out(
+    open_chat, fake, workdir, tmp_path
+):
+    (workdir / "CLAUDE.md").write_text("Plums are purple in this project.")
+    secret = tmp_path / "outside.md"
+    secret.write_text("THE SERVER'S SECRET")
+    (workdir / ".claude").mkdir()
+    (workdir / ".claude" / "CLAUDE.md").symlink_to(secret)
+    chat = await open_chat()
+    assert (await chat.run_turn(request("what colour"), RecordingEvents())).state == "complete"
+    sent = json.dumps(fake.turns[-1])
+    assert "Plums are purple in this project." in sent
+    assert f"Contents of {workdir.resolve() / 'CLAUDE.md'}" in sent
+    assert "THE SERVER'S SECRET" not in sent

@@ -34,7 +34,7 @@ from claude_agent_sdk import (
     ToolPermissionContext,
     ToolUseBlock,
 )
-from claude_agent_sdk.types import PermissionMode
+from claude_agent_sdk.types import PermissionMode, SystemPromptPreset
 
 from hosts.backends.acp.history import earlier_conversation
 from hosts.backends.base import (
@@ -53,6 +53,7 @@ from .cli_process import JailedCliTransport, bundled_cli
 from .client_tools_server import SERVER_NAME, ClientToolsServer
 from .mcp_config import contributor, server_names, write_config
 from .permissions import Decision, decide, managed_settings_json
+from .project_memory import project_memory
 from .prompt import user_message
 from .turn import Turn
 
@@ -212,13 +213,14 @@ class ClaudeChat:
             session_id=session_id,
             include_partial_messages=True,
             can_use_tool=self._can_use_tool,
-            system_prompt={"type": "preset", "preset": "claude_code"},
+            system_prompt=_system_prompt(project_memory([Path(d) for d in self._directories])),
             # No settings file is read: a repository's .claude/settings.json or
             # settings.local.json, or a settings.json the agent itself wrote into its HOME
             # (which it may write), could set `env` (ANTHROPIC_BASE_URL, a proxy) or an
             # apiKeyHelper and send the operator's key elsewhere. What the host wants the CLI
-            # to hold comes from the host. The cost: the CLI reads no
-            # CLAUDE.md and finds no project skills, agents, commands or .mcp.json by itself.
+            # to hold comes from the host, the project's CLAUDE.md among it
+            # (project_memory.py). The cost: the CLI finds no project skills, agents, commands
+            # or .mcp.json by itself.
             setting_sources=[],
             stderr=self._on_stderr,
             settings=managed_settings_json(self._config.managed),
@@ -610,6 +612,14 @@ class ClaudeChat:
 
 async def _one(message: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
     yield message
+
+
+def _system_prompt(memory: str | None) -> SystemPromptPreset:
+    """Claude Code's own system prompt, with the project's memory after it."""
+    preset: SystemPromptPreset = {"type": "preset", "preset": "claude_code"}
+    if memory:
+        preset["append"] = memory
+    return preset
 
 
 def _took_in(result: ResultMessage, prompt: str) -> bool:
