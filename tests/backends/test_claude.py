@@ -29,6 +29,7 @@ from hosts.backends.base import (
 )
 from hosts.backends.claude import ClaudeAgent, ClaudeChat
 from hosts.backends.claude.ask_user_question import DECLINED
+from hosts.backends.claude.mcp_config import contributor, server_names, write_config
 from hosts.backends.claude.permissions import SKIPPED
 from hosts.backends.config import ConfigError, build_agents, parse_agents
 from hosts.backends.sandbox import Sandbox, SandboxSettings, probe
@@ -542,8 +543,8 @@ async def test_a_team_mcp_server_is_handed_to_the_cli_with_its_secret_kept_off_i
     assert transport is not None and transport.pid is not None
     command_line = Path(f"/proc/{transport.pid}/cmdline").read_bytes()
     assert b"tok-secret-123" not in command_line
-    config = chat._mcp_config
-    assert config is not None and config.stat().st_mode & 0o777 == 0o600
+    # Written readable by its owner alone, and gone once the CLI has read it.
+    assert not list(chat._home.glob(".ahpd-mcp/*.json"))
     events = RecordingEvents(decide=answering("allowOnce"))
     end = await chat.run_turn(request("call mcp__team_tools__whereami {}"), events)
     assert end.state == "complete", end.message
@@ -554,8 +555,6 @@ async def test_a_team_mcp_server_is_handed_to_the_cli_with_its_secret_kept_off_i
     [result] = of(events, "tool_result")
     assert result["success"] is True
     assert f"cwd={tmp_path} token=tok-secret-123" in (result["output"] or "")
-    await chat.close()
-    assert not config.exists()
 
 
 class RecordingReports:
@@ -743,3 +742,30 @@ async def test_the_projects_claude_md_is_read_by_the_host_but_not_through_a_link
     assert "Plums are purple in this project." in sent
     assert f"Contents of {workdir.resolve() / 'CLAUDE.md'}" in sent
     assert "THE SERVER'S SECRET" not in sent
+
+
+def test_the_mcp_config_file_is_its_owners_alone_and_names_each_server_apart(tmp_path):
+    specs = [
+        McpServerSpec(
+            id="mcp:client",
+            name="client",
+            transport="http",
+            url="https://x.test/m",
+            headers={"Authorization": "Bearer tok"},
+        ),
+        McpServerSpec(id="mcp:docs", name="docs", transport="stdio", command="docs-mcp"),
+    ]
+    team = server_names(specs)
+    # `client` is the clients' own server: a team server of that name is named apart.
+    assert set(team) == {"client_2", "docs"}
+    path = tmp_path / "h" / "mcp.json"
+    write_config(path, team, client_server=True)
+    assert path.stat().st_mode & 0o777 == 0o600
+    servers = json.loads(path.read_text())["mcpServers"]
+    assert servers["client"] == {"type": "sdk", "name": "client"}
+    assert servers["client_2"]["headers"] == {"Authorization": "Bearer tok"}
+    assert contributor(team, "mcp__client_2__search") == {
+        "kind": "mcp",
+        "customizationId": "mcp:client",
+    }
+    assert "tok" not in repr(specs[0])

@@ -264,6 +264,9 @@ class ClaudeChat:
         except Exception as error:
             await self._disconnect(client, transport)
             raise BackendError(f"Cannot start {self._name}: {error}{self._last_words()}") from None
+        finally:
+            # Read by the CLI as it started: its secrets are kept at rest no longer.
+            self._forget_mcp_config()
         self._client, self._transport, self._dead = client, transport, False
         self._pump = asyncio.ensure_future(self._read_cli(client))
 
