@@ -272,3 +272,32 @@ async def test_claudes_background_shell_is_the_chats_background_work_until_it_en
     assert not client.tracked[chat][0].get("backgroundWork")
     await client.assert_conforms(chat)
     await client.assert_conforms(uri)
+
+
+async def test_claudes_subagent_is_background_work_of_the_chat_it_works_for(
+    server, connect, workdir
+):
+    client = await connect(server.url)
+    await client.initialize()
+    uri, chat = await new_session(client, workdir, provider="claude")
+    start = turn("delegate count the plums")
+    await client.dispatch(chat, start)
+    working = await client.wait_action(
+        lambda e: e["channel"] == chat and e["action"]["type"] == "chat/backgroundWorkSet",
+        timeout=30,
+    )
+    work = working["action"]["work"]
+    assert work["id"].startswith("subagent:") and work["kind"] == "subagent"
+    assert work["chat"] == chat and work["label"] == "Delegate it"
+    end = await client.wait_action(ended(chat, start["turnId"]), timeout=30)
+    assert end["action"]["type"] == "chat/turnComplete"
+    # The turn waited for the subagent and for Claude's answer to it.
+    assert any(
+        e["channel"] == chat
+        and e["action"]["type"] == "chat/backgroundWorkRemoved"
+        and e["action"]["id"] == work["id"]
+        and e["serverSeq"] < end["serverSeq"]
+        for e in client.actions
+    )
+    await client.assert_conforms(chat)
+    await client.assert_conforms(uri)
