@@ -4,9 +4,18 @@
 The session id is the chat's backend id, chosen here for a new chat (`--session-id`) so the
 engine can keep it from the moment the chat opens; a chat opened again (after the host let an
 idle CLI go, or restarted) resumes it (`--resume`) from the transcript the CLI keeps in its
-HOME. A turn is one user message written to the CLI; it ends with the CLI's result, with an
-interrupt (a cancel, or the prompt timeout), or when the CLI dies, which the next turn
-restarts it from.
+HOME. A turn is one user message written to the CLI; it ends with the CLI's result that took
+that message in (after any answer the CLI still owes to a subagent or a background task that
+ended in it), with an interrupt (a cancel, or the prompt timeout), or when the CLI dies, which
+the next turn restarts it from.
+
+The CLI is read for as long as it runs, not only during a turn: its background work outlives
+the turn that started it (said through the context's `reports`), and what it says between
+turns (its answer to a background task that ended) must not be read as the next turn's.
+
+The CLI is handed the team's MCP servers and the clients' tools (mcp_config.py,
+client_tools_server.py), the operator's managed rules (permissions.py), and no settings file
+of its own (see `_connect`).
 """
 
 from __future__ import annotations
