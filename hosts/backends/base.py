@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from .managed_settings import ManagedSettings
 from .sandbox import Jail
 
 
@@ -48,6 +49,8 @@ class AgentConfig:
     #: US dollars per million tokens, by model (a `*` glob): {"input", "output", "cacheRead",
     #: "cacheWrite"}. What a turn's usage is charged when the agent reports no cost.
     prices: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    #: The operator's managed permission rules (AHPD_CONFIG's root keys), for every backend.
+    managed: ManagedSettings = field(default_factory=ManagedSettings)
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,6 +201,34 @@ class HostTerminals(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
+class BackgroundTask:
+    """Work an agent runs in the background of a chat, past the call that started it: a shell
+    command, or a subagent. The host builds each row (BackgroundWork) from these."""
+
+    #: The agent's own id for it.
+    task_id: str
+    kind: Literal["shell", "subagent"]
+    #: What it is for, in a few words.
+    label: str
+    #: When it started, ISO 8601.
+    started_at: str
+    #: A shell's command line.
+    command: str | None = None
+    #: The tool call that started it.
+    tool_call_id: str | None = None
+
+
+class ChatReports(Protocol):
+    """What a backend says of a chat outside any one turn (the engine's, per chat)."""
+
+    def background_work(self, tasks: Sequence[BackgroundTask]) -> None:
+        """The whole set of work the agent runs in the background now (none: nothing runs)."""
+
+    def activity(self, activity: str | None) -> None:
+        """What the agent is doing now, in one line; None when it is idle."""
+
+
+@dataclass(frozen=True, slots=True)
 class ChatContext:
     """What a backend needs to open (or resume) one conversation."""
 
@@ -232,6 +263,8 @@ class ChatContext:
     #: The tools the session's active clients provide, read as each turn starts (a running
     #: turn keeps the set it started with); None: no client can run a tool here.
     client_tools: Callable[[], Sequence[ClientTool]] | None = None
+    #: Where the backend says its background work and its activity; None: nobody listens.
+    reports: ChatReports | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -42,6 +42,7 @@ from urllib.parse import urlsplit
 
 from ..protocol.limits import figure_problem
 from .base import Agent, AgentConfig, McpServerSpec
+from .managed_settings import ManagedSettingsError, parse_managed_settings
 
 log = logging.getLogger("ahpd.config")
 
@@ -64,6 +65,10 @@ def parse_agents(data: Any, source: str = "AHPD_CONFIG") -> list[AgentConfig]:
         raise ConfigError(f"{source}: the file must be an object with an agents list")
     configs: list[AgentConfig] = []
     seen: set[str] = set()
+    try:
+        managed = parse_managed_settings(data, source)
+    except ManagedSettingsError as error:
+        raise ConfigError(str(error)) from None
     for index, entry in enumerate(data["agents"]):
         where = f"{source}: agents[{index}]"
         if not isinstance(entry, dict):
@@ -107,6 +112,7 @@ def parse_agents(data: Any, source: str = "AHPD_CONFIG") -> list[AgentConfig]:
             models=tuple(models),
             prices=prices,
             cli_path=_str(entry, where, "cliPath"),
+            managed=managed,
         )
         configs.append(config)
     return configs

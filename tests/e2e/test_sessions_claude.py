@@ -123,3 +123,181 @@ async def test_a_stop_interrupts_claude_and_the_chat_goes_on(server, connect, wo
     assert after["action"]["type"] == "chat/turnComplete"
     assert reply(client, chat)[1] == "echo: after the stop"
     await client.assert_conforms(chat)
+
+
+async def test_claudes_own_question_is_answered_over_the_socket_and_reaches_the_model(
+    server, connect, workdir, fake
+):
+    client = await connect(server.url)
+    await client.initialize()
+    uri, chat = await new_session(client, workdir, provider="claude")
+    start = turn("ask Which colour, over the socket?")
+    await client.dispatch(chat, start)
+    seen = await client.wait_action(
+        lambda e: e["channel"] == chat and e["action"]["type"] == "chat/inputRequested",
+        timeout=30,
+    )
+    request = seen["action"]["request"]
+    assert request["_meta"] == {"purpose": "askUser"}
+    [question] = request["questions"]
+    assert [o["id"] for o in question["options"]] == ["Red", "Blue"]
+    needed = await client.wait_action(
+        lambda e: e["channel"] == uri and e["action"]["type"] == "session/inputNeededSet",
+        timeout=30,
+    )
+    assert needed["action"]["request"]["request"]["id"] == request["id"]
+    answer = {"state": "submitted", "value": {"kind": "selected", "value": "Red"}}
+    await client.dispatch_and_wait(
+        chat,
+        {
+            "type": "chat/inputCompleted",
+            "requestId": request["id"],
+            "response": "accept",
+            "answers": {question["id"]: answer},
+        },
+    )
+    end = await client.wait_action(ended(chat, start["turnId"]), timeout=30)
+    assert end["action"]["type"] == "chat/turnComplete"
+    told = json.dumps(fake.turns[-1]["messages"][-1])
+    assert '\\"Which colour, over the socket?\\"=\\"Red\\"' in told
+    await client.assert_conforms(chat)
+    await client.assert_conforms(uri)
+
+
+OPEN_FILE = {
+    "name": "openFile",
+    "title": "Open File",
+    "description": "Open a file in the editor",
+    "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}},
+}
+
+
+async def test_a_clients_tool_called_by_claude_is_run_by_that_client(
+    server, connect, workdir, fake
+):
+    client = await connect(server.url)
+    await client.initialize()
+    uri = f"ahp-session:/{uuid.uuid4()}"
+    await client.request(
+        "createSession",
+        {
+            "channel": uri,
+            "provider": "claude",
+            "workingDirectories": [workdir.as_uri()],
+            "activeClient": {"clientId": client.client_id, "tools": [OPEN_FILE]},
+        },
+    )
+    snapshot = await client.request("subscribe", {"channel": uri})
+    chat = snapshot["snapshot"]["state"]["defaultChat"]
+    await client.request("subscribe", {"channel": chat})
+    start = turn(f'call mcp__client__{client.client_id}__openFile {{"path": "notes.md"}}')
+    await client.dispatch(chat, start)
+    ready = await client.wait_action(
+        lambda e: (
+            e["channel"] == chat
+            and e["action"]["type"] == "chat/toolCallReady"
+            and e["action"]["turnId"] == start["turnId"]
+        ),
+        timeout=30,
+    )
+    assert ready["action"]["confirmed"] == "not-needed"
+    call_id = ready["action"]["toolCallId"]
+    assert json.loads(ready["action"]["toolInput"]) == {"path": "notes.md"}
+    active = client.tracked[chat][0]["activeTurn"]
+    [call] = [p["toolCall"] for p in active["responseParts"] if p["kind"] == "toolCall"]
+    assert call["contributor"] == {"kind": "client", "clientId": client.client_id}
+    assert call["displayName"] == "Open File"
+    complete = {
+        "type": "chat/toolCallComplete",
+        "turnId": start["turnId"],
+        "toolCallId": call_id,
+        "result": {
+            "success": True,
+            "pastTenseMessage": "Opened notes.md",
+            "content": [{"type": "text", "text": "the notes say 42"}],
+        },
+    }
+    assert "rejectionReason" not in await client.dispatch_and_wait(chat, complete)
+    end = await client.wait_action(ended(chat, start["turnId"]), timeout=30)
+    assert end["action"]["type"] == "chat/turnComplete"
+    assert "the notes say 42" in json.dumps(fake.turns[-1]["messages"][-1])
+    await client.assert_conforms(chat)
+    await client.assert_conforms(uri)
+
+
+async def test_claudes_background_shell_is_the_chats_background_work_until_it_ends(
+    server, connect, workdir
+):
+    client = await connect(server.url)
+    await client.initialize()
+    uri, chat = await new_session(client, workdir, provider="claude")
+    command = "sleep 1; echo done in the background"
+    start = turn(f"background {command}")
+    await client.dispatch(chat, start)
+    # Bash asks first; allowed, it starts in the background.
+    ready = await client.wait_action(
+        lambda e: e["channel"] == chat and e["action"]["type"] == "chat/toolCallReady",
+        timeout=30,
+    )
+    call_id = ready["action"]["toolCallId"]
+    await client.dispatch_and_wait(
+        chat,
+        {
+            "type": "chat/toolCallConfirmed",
+            "turnId": start["turnId"],
+            "toolCallId": call_id,
+            "approved": True,
+            "confirmed": "user-action",
+            "selectedOptionId": "allowOnce",
+        },
+    )
+    working = await client.wait_action(
+        lambda e: e["channel"] == chat and e["action"]["type"] == "chat/backgroundWorkSet",
+        timeout=30,
+    )
+    work = working["action"]["work"]
+    assert work["id"].startswith("shell:") and work["kind"] == "shell"
+    assert work["command"] == command and work["label"] == "Run it" and work["startedAt"]
+    thinking = await client.wait_action(
+        lambda e: e["channel"] == uri and e["action"]["type"] == "session/activityChanged",
+        timeout=30,
+    )
+    assert thinking["action"]["activity"] == "Thinking"
+    await client.wait_action(ended(chat, start["turnId"]), timeout=30)
+    removed = await client.wait_action(
+        lambda e: e["channel"] == chat and e["action"]["type"] == "chat/backgroundWorkRemoved",
+        timeout=30,
+    )
+    assert removed["action"]["id"] == work["id"]
+    assert not client.tracked[chat][0].get("backgroundWork")
+    await client.assert_conforms(chat)
+    await client.assert_conforms(uri)
+
+
+async def test_claudes_subagent_is_background_work_of_the_chat_it_works_for(
+    server, connect, workdir
+):
+    client = await connect(server.url)
+    await client.initialize()
+    uri, chat = await new_session(client, workdir, provider="claude")
+    start = turn("delegate count the plums")
+    await client.dispatch(chat, start)
+    working = await client.wait_action(
+        lambda e: e["channel"] == chat and e["action"]["type"] == "chat/backgroundWorkSet",
+        timeout=30,
+    )
+    work = working["action"]["work"]
+    assert work["id"].startswith("subagent:") and work["kind"] == "subagent"
+    assert work["chat"] == chat and work["label"] == "Delegate it"
+    end = await client.wait_action(ended(chat, start["turnId"]), timeout=30)
+    assert end["action"]["type"] == "chat/turnComplete"
+    # The turn waited for the subagent and for Claude's answer to it.
+    assert any(
+        e["channel"] == chat
+        and e["action"]["type"] == "chat/backgroundWorkRemoved"
+        and e["action"]["id"] == work["id"]
+        and e["serverSeq"] < end["serverSeq"]
+        for e in client.actions
+    )
+    await client.assert_conforms(chat)
+    await client.assert_conforms(uri)

@@ -10,6 +10,10 @@ person's last words in the conversation:
 * `think <text>` -> a thinking block, then `echo: <text>`;
 * `write <path> <text>` -> a `Write` tool_use (its input streamed in two pieces);
 * `run <command>` -> a `Bash` tool_use;
+* `background <command>` -> a `Bash` tool_use with `run_in_background`;
+* `delegate <prompt>` -> a `Task` tool_use (a general-purpose subagent given the prompt);
+* `ask <question>` -> an `AskUserQuestion` tool_use: the question, options Red and Blue;
+* `call <tool name> <JSON input>` -> a tool_use of that tool (an `mcp__<server>__<tool>`);
 * `hold` -> a word every 50 ms until the client goes away (or the fake closes);
 * `fail` -> HTTP 400 with an `invalid_request_error` (not retried by the CLI);
 * anything else -> `echo: <text>` word by word.
@@ -211,6 +215,25 @@ def _answer(result: str | None, said: str, fake: FakeAnthropic) -> Iterator[Even
     elif command == "run" and rest:
         yield from _tool_use_block(0, "Bash", {"command": rest, "description": "Run it"})
         stop = "tool_use"
+    elif command == "background" and rest:
+        arguments = {"command": rest, "description": "Run it", "run_in_background": True}
+        yield from _tool_use_block(0, "Bash", arguments)
+        stop = "tool_use"
+    elif command == "delegate" and rest:
+        arguments = {
+            "description": "Delegate it",
+            "prompt": rest,
+            "subagent_type": "general-purpose",
+        }
+        yield from _tool_use_block(0, "Task", arguments)
+        stop = "tool_use"
+    elif command == "ask" and rest:
+        yield from _tool_use_block(0, "AskUserQuestion", ask_user_question(rest))
+        stop = "tool_use"
+    elif command == "call" and rest:
+        name, _, given = rest.partition(" ")
+        yield from _tool_use_block(0, name, json.loads(given or "{}"))
+        stop = "tool_use"
     elif said.strip() == "hold":
         yield {"type": "content_block_start", "index": 0, "content_block": _empty_text()}
         fake.holding.set()
@@ -228,6 +251,23 @@ def _answer(result: str | None, said: str, fake: FakeAnthropic) -> Iterator[Even
         "usage": {"output_tokens": OUTPUT_TOKENS},
     }
     yield {"type": "message_stop"}
+
+
+def ask_user_question(question: str) -> dict[str, Any]:
+    """The AskUserQuestion input `ask <question>` makes: one question, two colours."""
+    return {
+        "questions": [
+            {
+                "question": question,
+                "header": "Colour",
+                "options": [
+                    {"label": "Red", "description": "The warm one"},
+                    {"label": "Blue", "description": "The cool one"},
+                ],
+                "multiSelect": False,
+            }
+        ]
+    }
 
 
 def _empty_text() -> dict[str, Any]:

@@ -20,6 +20,11 @@ PERMISSION_LABELS = (
 )
 
 
+def config_locked(config: AgentConfig) -> bool:
+    """Whether the operator's managed settings lock bypassing permissions."""
+    return config.managed.bypass_disabled
+
+
 class ClaudeAgent:
     """Claude Code, one CLI per chat, run by this host in each session owner's sandbox."""
 
@@ -62,6 +67,12 @@ class ClaudeAgent:
         """The model to use and when the CLI asks a person before a tool runs."""
         model: dict[str, Any] = {"type": "string", "title": "Model"}
         models = self.models()
+        modes = [
+            (mode, label)
+            for mode, label in zip(PERMISSION_MODES, PERMISSION_LABELS, strict=True)
+            # The operator's lock takes Allow All away.
+            if not (mode == "bypassPermissions" and config_locked(self.config))
+        ]
         if models:
             model["enum"] = models
             model["default"] = self.config.model or models[0]
@@ -72,9 +83,9 @@ class ClaudeAgent:
                 "permissionMode": {
                     "type": "string",
                     "title": "Permission mode",
-                    "enum": list(PERMISSION_MODES),
+                    "enum": [mode for mode, _ in modes],
                     "default": "default",
-                    "enumLabels": list(PERMISSION_LABELS),
+                    "enumLabels": [label for _, label in modes],
                 },
             },
         }

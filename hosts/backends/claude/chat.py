@@ -4,9 +4,18 @@
 The session id is the chat's backend id, chosen here for a new chat (`--session-id`) so the
 engine can keep it from the moment the chat opens; a chat opened again (after the host let an
 idle CLI go, or restarted) resumes it (`--resume`) from the transcript the CLI keeps in its
-HOME. A turn is one user message written to the CLI; it ends with the CLI's result, with an
-interrupt (a cancel, or the prompt timeout), or when the CLI dies, which the next turn
-restarts it from.
+HOME. A turn is one user message written to the CLI; it ends with the CLI's result that took
+that message in (after any answer the CLI still owes to a subagent or a background task that
+ended in it), with an interrupt (a cancel, or the prompt timeout), or when the CLI dies, which
+the next turn restarts it from.
+
+The CLI is read for as long as it runs, not only during a turn: its background work outlives
+the turn that started it (said through the context's `reports`), and what it says between
+turns (its answer to a background task that ended) must not be read as the next turn's.
+
+The CLI is handed the team's MCP servers and the clients' tools (mcp_config.py,
+client_tools_server.py), the operator's managed rules (permissions.py), and no settings file
+of its own (see `_connect`).
 """
 
 from __future__ import annotations
@@ -22,13 +31,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from claude_agent_sdk import (
+    AssistantMessage,
     ClaudeAgentOptions,
     ClaudeSDKClient,
     ConversationResetMessage,
     ResultMessage,
+    StreamEvent,
+    SystemMessage,
+    TaskNotificationMessage,
+    TaskUpdatedMessage,
     ToolPermissionContext,
+    ToolUseBlock,
 )
-from claude_agent_sdk.types import PermissionMode
+from claude_agent_sdk.types import PermissionMode, SystemPromptPreset
 
 from hosts.backends.acp.history import earlier_conversation
 from hosts.backends.base import (
@@ -42,8 +57,12 @@ from hosts.backends.base import (
 )
 from hosts.backends.process import host_env
 
+from .background_tasks import BackgroundTasks
 from .cli_process import JailedCliTransport, bundled_cli
-from .permissions import Decision, decide
+from .client_tools_server import SERVER_NAME, ClientToolsServer
+from .mcp_config import contributor, server_names, write_config
+from .permissions import Decision, decide, managed_settings_json
+from .project_memory import project_memory
 from .prompt import user_message
 from .turn import Turn
 
@@ -58,6 +77,10 @@ INHERITED_ENV = ("PATH", "LANG", "TERM")
 DEFAULT_ENV = {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
 #: How long starting the CLI (its start and the SDK's initialize) may take.
 START_TIMEOUT_S = 60.0
+#: What the CLI's `status` says it is doing, as the session's activity.
+STATUS_ACTIVITY = {"requesting": "Thinking", "compacting": "Compacting the conversation"}
+#: Put in a turn's inbox when the CLI's output ends.
+_ENDED = object()
 #: How many of the CLI's last stderr lines are kept to explain why it failed.
 STDERR_TAIL_LINES = 20
 PERMISSION_MODES: tuple[PermissionMode, ...] = (
@@ -92,6 +115,9 @@ class ClaudeChat:
         self._mode: PermissionMode | None = (
             cast(PermissionMode, mode) if mode in PERMISSION_MODES else None
         )
+        if self._mode == "bypassPermissions" and self._config.managed.bypass_disabled:
+            # The operator's lock takes Allow All away, whatever the session says.
+            self._mode = "default"
         #: The tools a person allowed for the rest of this chat.
         self._allowed = agent.allowed_tools(context.chat)
         self._client: ClaudeSDKClient | None = None
@@ -104,6 +130,22 @@ class ClaudeChat:
         #: The chat's completed turns, {"user", "assistant"}: handed to a new CLI session.
         self._history: list[Mapping[str, str]] = list(context.history)
         self._history_due = False
+        #: The team's MCP servers by the name the CLI knows each by.
+        self._team = server_names(context.mcp_servers)
+        #: The clients' tools, where a client can run one here.
+        self._client_tools = ClientToolsServer() if context.client_tools is not None else None
+        #: The CLI's `--mcp-config` file while it runs (holds the team servers' secrets).
+        self._mcp_config: Path | None = None
+        #: What the CLI runs in the background, said through the context's reports.
+        self._background = BackgroundTasks(self._command_of)
+        #: The Bash commands the chat's turns ran, by call id (what a background shell runs).
+        self._commands: dict[str, str] = {}
+        #: Reads the CLI's messages for as long as it runs: a turn's go to its inbox, and
+        #: what the CLI says between turns (its background work ending, and its answer to
+        #: that) is taken there.
+        self._pump: asyncio.Task[None] | None = None
+        self._inbox: asyncio.Queue[Any] | None = None
+        self._activity: str | None = None
 
     @property
     def _name(self) -> str:
@@ -159,6 +201,17 @@ class ClaudeChat:
                 f"{self._name}: claude-agent-sdk ships no claude CLI for this machine; "
                 "set cliPath to one."
             )
+        sdk_servers: dict[str, Any] = {}
+        if self._client_tools is not None:
+            sdk_servers[SERVER_NAME] = {
+                "type": "sdk",
+                "name": SERVER_NAME,
+                "instance": self._client_tools.server,
+            }
+        mcp_config = None
+        if self._team or sdk_servers:
+            mcp_config = self._home / ".ahpd-mcp" / f"{uuid.uuid4()}.json"
+            write_config(mcp_config, self._team, bool(sdk_servers))
         options = ClaudeAgentOptions(
             cwd=self._directories[0],
             add_dirs=list(self._directories[1:]),
@@ -169,9 +222,20 @@ class ClaudeChat:
             session_id=session_id,
             include_partial_messages=True,
             can_use_tool=self._can_use_tool,
-            system_prompt={"type": "preset", "preset": "claude_code"},
-            setting_sources=["user", "project", "local"],
+            system_prompt=_system_prompt(project_memory([Path(d) for d in self._directories])),
+            # No settings file is read: a repository's .claude/settings.json or
+            # settings.local.json, or a settings.json the agent itself wrote into its HOME
+            # (which it may write), could set `env` (ANTHROPIC_BASE_URL, a proxy) or an
+            # apiKeyHelper and send the operator's key elsewhere. What the host wants the CLI
+            # to hold comes from the host, the project's CLAUDE.md among it
+            # (project_memory.py). The cost: the CLI finds no project skills, agents, commands
+            # or .mcp.json by itself.
+            setting_sources=[],
             stderr=self._on_stderr,
+            settings=managed_settings_json(self._config.managed),
+            # The SDK routes the in-process server's messages by this; the CLI is told of
+            # every server by the file (see mcp_config.py).
+            mcp_servers=cast(Any, sdk_servers),
         )
         jail = self._context.jail
         if jail is not None:
@@ -179,12 +243,20 @@ class ClaudeChat:
         transport = JailedCliTransport(
             # What ClaudeSDKClient does to its own options when it starts its own transport:
             # permission questions come over stdio, to can_use_tool.
-            dataclasses.replace(options, permission_prompt_tool_name="stdio"),
+            dataclasses.replace(
+                options,
+                permission_prompt_tool_name="stdio",
+                mcp_servers=str(mcp_config) if mcp_config is not None else {},
+            ),
             env=self._env(),
             jail=jail,
             needs=tuple(self._config.env.values()),
         )
         client = ClaudeSDKClient(options, transport=transport)
+        self._forget_mcp_config()
+        self._mcp_config = mcp_config
+        if self._client_tools is not None:
+            self._client_tools.listed = False
         self._stderr.clear()
         try:
             await asyncio.wait_for(client.connect(), START_TIMEOUT_S)
@@ -201,7 +273,11 @@ class ClaudeChat:
         except Exception as error:
             await self._disconnect(client, transport)
             raise BackendError(f"Cannot start {self._name}: {error}{self._last_words()}") from None
+        finally:
+            # Read by the CLI as it started: its secrets are kept at rest no longer.
+            self._forget_mcp_config()
         self._client, self._transport, self._dead = client, transport, False
+        self._pump = asyncio.ensure_future(self._read_cli(client))
 
     def _on_stderr(self, line: str) -> None:
         self._stderr.append(line[:500])
@@ -227,29 +303,65 @@ class ClaudeChat:
     async def _stop(self, *, kill: bool = False) -> None:
         client, transport = self._client, self._transport
         self._client = self._transport = None
+        pump, self._pump = self._pump, None
+        if pump is not None:
+            pump.cancel()
+        if self._background.tasks:
+            # Its background work ends with it.
+            self._background.tasks.clear()
+            self._report_background()
         if client is None or transport is None:
+            self._forget_mcp_config()
             return
         if kill:
             transport.kill_group()
         await self._disconnect(client, transport)
+        self._forget_mcp_config()
+
+    def _forget_mcp_config(self) -> None:
+        if self._mcp_config is not None:
+            self._mcp_config.unlink(missing_ok=True)
+            self._mcp_config = None
+
+    def _contributor(self, tool_name: str) -> Mapping[str, Any] | None:
+        if self._client_tools is not None and (found := self._client_tools.contributor(tool_name)):
+            return found
+        return contributor(self._team, tool_name)
+
+    def _display(self, tool_name: str) -> str | None:
+        return self._client_tools.display_name(tool_name) if self._client_tools else None
 
     async def _can_use_tool(
         self, tool_name: str, tool_input: dict[str, Any], context: ToolPermissionContext
     ) -> Decision:
-        return await decide(self._turn, self._allowed, tool_name, tool_input, context)
+        return await decide(
+            self._turn, self._allowed, tool_name, tool_input, context, self._config.managed
+        )
 
     # -- turns -----------------------------------------------------------------------------------
 
     async def run_turn(self, request: TurnRequest, events: TurnEvents) -> TurnEnd:
         """Write the person's message to the CLI and report the turn until its result."""
         async with self._turn_lock:
-            turn = Turn(events, request.turn_id)
+            turn = Turn(
+                events,
+                request.turn_id,
+                contributor_of=self._contributor,
+                display_of=self._display,
+            )
             self._turn = turn
             try:
                 if self._closed:
                     return TurnEnd("cancelled")
-                if not self._alive():
-                    await self._stop(kill=True)
+                # The tools the clients provide now: this turn's, whatever they say after.
+                relist = self._client_tools is not None and self._client_tools.offer(
+                    self._context.client_tools() if self._context.client_tools else ()
+                )
+                if not self._alive() or relist:
+                    # A changed set of client tools starts the CLI again, resumed, as VS Code's
+                    # Claude rebinds its query at the next send: the CLI lists an in-process
+                    # server's tools once, and takes no reconnect of one.
+                    await self._stop(kill=not relist)
                     try:
                         await self.start()
                     except BackendError as error:
@@ -266,32 +378,128 @@ class ClaudeChat:
                             "error", f"{self._name} cannot switch to {request.model}: {error}"
                         )
                     self._model = request.model
+                if self._client_tools is not None:
+                    self._client_tools.events = events
+                inbox = self._inbox = asyncio.Queue()
+                if self._dead:
+                    inbox.put_nowait(_ENDED)
                 earlier = earlier_conversation(self._history) if self._history_due else None
                 self._history_due = False
+                prompt = user_message(request, earlier)
                 try:
-                    await client.query(_one(user_message(request, earlier)))
+                    await client.query(_one(prompt))
                 except Exception as error:
                     self._dead = True
                     return TurnEnd("error", f"{self._name} cannot be written to: {error}")
-                end = await self._wait(turn, asyncio.ensure_future(self._read(turn, client)))
+                reading = asyncio.ensure_future(self._read(turn, inbox, prompt["uuid"]))
+                end = await self._wait(turn, reading)
                 if end.state == "complete":
                     self._history.append({"user": request.text, "assistant": "".join(turn.said)})
                 return end
             finally:
                 self._turn = None
+                self._inbox = None
+                self._say_activity(None)
+                if self._client_tools is not None:
+                    self._client_tools.events = None
                 for question in turn.questions:
                     question.cancel()
 
-    async def _read(self, turn: Turn, client: ClaudeSDKClient) -> ResultMessage | None:
-        """Say what the CLI sends until the turn's result; None if its output ended first."""
-        async for message in client.receive_messages():
-            if isinstance(message, ConversationResetMessage):
-                # `/clear`: the CLI's running totals start again from nothing.
-                self._agent.costs[self.backend_id or message.session_id] = 0.0
+    async def _read_cli(self, client: ClaudeSDKClient) -> None:
+        """Read what the CLI sends until its output ends: background work is said as it
+        changes, a turn's messages go to it, and the rest is what the CLI says between turns."""
+        try:
+            async for message in client.receive_messages():
+                if isinstance(message, ConversationResetMessage):
+                    # `/clear`: the CLI's running totals start again from nothing.
+                    self._agent.costs[self.backend_id or message.session_id] = 0.0
+                if isinstance(message, AssistantMessage):
+                    self._keep_commands(message)
+                if self._background.apply(message):
+                    self._report_background()
+                if isinstance(message, SystemMessage) and message.subtype == "status":
+                    status = message.data.get("status")
+                    self._say_activity(STATUS_ACTIVITY.get(status) if status else None)
+                inbox = self._inbox
+                if inbox is not None:
+                    inbox.put_nowait(message)
+                else:
+                    self._between_turns(message)
+        except Exception as error:
+            log.warning("%s: reading the CLI failed: %s", self._name, error)
+        finally:
+            self._dead = True
+            if self._inbox is not None:
+                self._inbox.put_nowait(_ENDED)
+
+    def _between_turns(self, message: Any) -> None:
+        """The CLI answering on its own with no turn running (it tells the model of a
+        background task that ended): nobody asked, so nothing of it is said; its cost counts
+        into the next turn's, which starts from the running total said before it."""
+        if isinstance(message, ResultMessage):
+            log.info("%s answered a background task between turns", self._name)
+
+    def _report_background(self) -> None:
+        reports = self._context.reports
+        if reports is not None:
+            reports.background_work(list(self._background.tasks.values()))
+
+    def _say_activity(self, activity: str | None) -> None:
+        if activity != self._activity:
+            self._activity = activity
+            if self._context.reports is not None:
+                self._context.reports.activity(activity)
+
+    def _command_of(self, call_id: str) -> str | None:
+        return self._commands.get(call_id)
+
+    def _keep_commands(self, message: AssistantMessage) -> None:
+        """The command of each Bash call, which a background shell it starts carries."""
+        for block in message.content:
+            if isinstance(block, ToolUseBlock) and block.name == "Bash":
+                command = block.input.get("command")
+                if isinstance(command, str):
+                    self._commands[block.id] = command
+
+    async def _read(
+        self, turn: Turn, inbox: asyncio.Queue[Any], prompt: str
+    ) -> ResultMessage | None:
+        """Say the turn's messages until its result; None if the CLI's output ended first.
+
+        The turn's result is the one that took in its prompt (`prompt`, the message's uuid),
+        not one of a turn the CLI injected on its own before it (its answer to a background
+        task that ended, which is said in this turn all the same). After it, a subagent still
+        working, or word of a background task that ended which the CLI still owes the model
+        (it answers that in a model call of its own), keeps the turn open for that answer,
+        which is the person's."""
+        #: Listed tasks that ended since the model was last called: the CLI owes it word.
+        owed: set[str] = set()
+        told: set[str] = set()
+        ours = False
+        last: ResultMessage | None = None
+        while True:
+            message = await inbox.get()
+            if message is _ENDED:
+                return None
+            if isinstance(message, TaskNotificationMessage | TaskUpdatedMessage):
+                task = message.task_id
+                if task in self._background.ended and task not in told:
+                    owed.add(task)
+            elif (
+                isinstance(message, StreamEvent)
+                and message.parent_tool_use_id is None
+                and message.event.get("type") == "message_start"
+            ):
+                told |= owed
+                owed.clear()
             result = turn.apply(message)
-            if result is not None:
-                return result
-        return None
+            if result is None:
+                continue
+            turn.results.append(result)
+            last = result
+            ours = ours or _took_in(result, prompt)
+            if ours and not owed and not self._background.subagents_running:
+                return last
 
     async def _wait(self, turn: Turn, reading: asyncio.Future[Any]) -> TurnEnd:
         cancelled: asyncio.Future[Any] = asyncio.ensure_future(turn.cancelled.wait())
@@ -356,9 +564,10 @@ class ClaudeChat:
         return TurnEnd("complete")
 
     def _report_usage(self, turn: Turn, result: ResultMessage) -> None:
-        """The turn's tokens, and its cost: the CLI's total for the session (it counts on across
+        """The turn's tokens (every result of it: the CLI's answer to its background work is a
+        result of its own), and its cost: the CLI's total for the session (it counts on across
         a resume) less the total it said after the turn before, where that is known."""
-        usage = result.usage or {}
+        usage = _summed([r.usage or {} for r in turn.results] or [result.usage or {}])
         costs = self._agent.costs
         session = self.backend_id or result.session_id
         before = costs.get(session)
@@ -415,6 +624,41 @@ class ClaudeChat:
 
 async def _one(message: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
     yield message
+
+
+def _system_prompt(memory: str | None) -> SystemPromptPreset:
+    """Claude Code's own system prompt, with the project's memory after it."""
+    preset: SystemPromptPreset = {"type": "preset", "preset": "claude_code"}
+    if memory:
+        preset["append"] = memory
+    return preset
+
+
+def _took_in(result: ResultMessage, prompt: str) -> bool:
+    """Whether `result` is of the turn that took in the message sent with uuid `prompt`. One
+    that names no message it took in is the prompt's unless the CLI says something else
+    started it (a background task's notification): an older CLI names none."""
+    if result.user_message_uuid is None and not result.user_message_uuids:
+        origin: Mapping[str, Any] = result.origin or {}
+        return origin.get("kind") in (None, "human")
+    return prompt == result.user_message_uuid or prompt in (result.user_message_uuids or [])
+
+
+def _summed(usages: list[dict[str, Any]]) -> dict[str, int]:
+    """Token counts added up over several results' usage (a count none of them gives is
+    left out)."""
+    keys = (
+        "input_tokens",
+        "output_tokens",
+        "cache_read_input_tokens",
+        "cache_creation_input_tokens",
+    )
+    summed: dict[str, int] = {}
+    for key in keys:
+        counts = [n for usage in usages if (n := _count(usage.get(key))) is not None]
+        if counts:
+            summed[key] = sum(counts)
+    return summed
 
 
 def _count(value: Any) -> int | None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,7 +28,7 @@ from claude_agent_sdk import (
     UserMessage,
 )
 
-from hosts.backends.base import PermissionAnswer, TurnEvents
+from hosts.backends.base import TurnEvents
 
 #: The protocol's toolKind hint by the CLI's own tool names (what a client draws a row with).
 TOOL_KINDS = {
@@ -73,6 +73,11 @@ def tool_title(name: str, tool_input: Mapping[str, Any] | None) -> str:
         "Task": ("Delegate:", "description"),
         "Agent": ("Delegate:", "description"),
     }
+    if name == "AskUserQuestion":
+        questions = given.get("questions")
+        first = questions[0] if isinstance(questions, list) and questions else None
+        if isinstance(first, Mapping) and isinstance(first.get("question"), str):
+            return f"Ask: {_short(first['question'])}"
     if name in verbs:
         verb, key = verbs[name]
         if what := said(key):
@@ -93,6 +98,8 @@ class ToolCall:
     asked: bool = False
     #: It was said running without anybody being asked.
     running: bool = False
+    #: A client runs it: its readiness and result are the client's to say.
+    client: bool = False
 
     @property
     def title(self) -> str:
@@ -110,10 +117,19 @@ class Turn:
 
     events: TurnEvents
     turn_id: str | None = None
+    #: The ToolCallContributor of a call to a tool of this name (a client's, an MCP
+    #: server's), or None for the CLI's own.
+    contributor_of: Callable[[str], Mapping[str, Any] | None] = lambda name: None
+    #: What a call to a tool of this name is shown as, where its provider names it (a client
+    #: tool by the name its client announced); None: the CLI's own name and title.
+    display_of: Callable[[str], str | None] = lambda name: None
     cancelled: asyncio.Event = field(default_factory=asyncio.Event)
-    #: Permission questions waiting for a person; cancel answers them.
-    questions: set[asyncio.Future[PermissionAnswer]] = field(default_factory=set)
+    #: Questions waiting for a person (a permission, Claude's own); cancel answers them.
+    questions: set[asyncio.Future[Any]] = field(default_factory=set)
     calls: dict[str, ToolCall] = field(default_factory=dict)
+    #: The CLI's results in this turn, the last its end (an answer to background work that
+    #: ended is a result of its own).
+    results: list[ResultMessage] = field(default_factory=list)
     #: The model's answer text, for the chat's kept turns.
     said: list[str] = field(default_factory=list)
     #: The model the CLI said it answered with.
@@ -149,12 +165,19 @@ class Turn:
         """The call a permission question is about, said started if the stream had not."""
         known = self.calls.get(call_id)
         if known is None:
-            known = self.calls[call_id] = ToolCall(call_id, name)
-            self.events.tool_call(
-                call_id, name=name, title=tool_title(name, tool_input), kind=TOOL_KINDS.get(name)
-            )
+            known = self._start(call_id, name, tool_title(name, tool_input))
         known.tool_input = dict(tool_input)
         return known
+
+    def _start(self, call_id: str, name: str, title: str) -> ToolCall:
+        call = self.calls[call_id] = ToolCall(call_id, name)
+        title = self.display_of(name) or title
+        contributor = self.contributor_of(name)
+        call.client = bool(contributor and contributor.get("kind") == "client")
+        self.events.tool_call(
+            call_id, name=name, title=title, kind=TOOL_KINDS.get(name), contributor=contributor
+        )
+        return call
 
     def running(self, call: ToolCall) -> None:
         """The call runs without anybody having been asked (the session allowed it)."""
@@ -183,10 +206,7 @@ class Turn:
                 if call_id and name and isinstance(index, int):
                     self._blocks[index] = call_id
                     if call_id not in self.calls:
-                        self.calls[call_id] = ToolCall(call_id, name)
-                        self.events.tool_call(
-                            call_id, name=name, title=name, kind=TOOL_KINDS.get(name)
-                        )
+                        self._start(call_id, name, name)
         elif kind == "content_block_delta":
             delta = event.get("delta")
             if not isinstance(delta, Mapping):
@@ -223,18 +243,13 @@ class Turn:
         call = self.calls.get(block.id)
         if call is None:
             # Not streamed (partial messages missed it): started now, whole.
-            call = self.calls[block.id] = ToolCall(block.id, block.name)
-            self.events.tool_call(
-                block.id,
-                name=block.name,
-                title=tool_title(block.name, block.input),
-                kind=TOOL_KINDS.get(block.name),
-            )
+            call = self._start(block.id, block.name, tool_title(block.name, block.input))
         call.tool_input = dict(block.input)
 
     def _result(self, block: ToolResultBlock) -> None:
         call = self.calls.get(block.tool_use_id)
-        if call is None:
+        if call is None or call.client:
+            # A client's call was completed by that client, whose result the CLI repeats.
             return
         # A call the CLI ran without asking (its own rules allow it: a read, `ls`) is said
         # running only now, when no question can come any more.

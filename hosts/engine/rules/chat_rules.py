@@ -167,6 +167,9 @@ CHAT_RULES = (
             "chat/error",
             "chat/turnsLoaded",
             "chat/movableChanged",
+            # What the chat's agent runs in the background (sessions/agent_reports.py).
+            "chat/backgroundWorkSet",
+            "chat/backgroundWorkRemoved",
         )
     ),
 )

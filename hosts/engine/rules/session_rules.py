@@ -56,6 +56,8 @@ SESSION_RULES = (
     ActionRule("session/chatsReordered", said_by_host=True),
     ActionRule("session/inputNeededSet", said_by_host=True),
     ActionRule("session/inputNeededRemoved", said_by_host=True),
+    # What its agent is doing (sessions/agent_reports.py).
+    ActionRule("session/activityChanged", said_by_host=True),
     ActionRule("session/titleChanged", grant="session:rename", effect=_title, said_by_host=True),
     ActionRule(
         "session/isReadChanged",

@@ -113,6 +113,10 @@ class LiveChat:
         """An action on the chat's channel, on this host's own account."""
         self.session.fanout.emit(self.channel, action)
 
+    def say_on_session(self, action: dict[str, Any]) -> None:
+        """An action on the chat's session's channel, on this host's own account."""
+        self.session.say(action)
+
     def state(self) -> dict[str, Any]:
         state: dict[str, Any] = self.channel.state
         return state

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ...backends.base import AgentChat, BackendError, ChatContext
 from ..terminals import Terminals
+from .agent_reports import AgentReports
 from .agent_terminals import AgentTerminals
 from .client_tool_calls import client_tools_of
 from .jails import session_jail
@@ -59,6 +60,7 @@ async def open_agent_chat(
             mcp_servers=mcp.enabled() if mcp is not None and starts_own else (),
             mcp_state=mcp.say_state if mcp is not None else None,
             mcp=mcp.for_loop() if mcp is not None and not starts_own else None,
+            reports=AgentReports(chat),
         )
         chat.agent_chat = await agent.open_chat(context)
         if chat.agent_chat.backend_id != chat.record.backend_id:
