@@ -92,10 +92,13 @@ class McpTool:
 
 @dataclass(frozen=True, slots=True)
 class McpCallOutcome:
-    """What a call to an MCP tool came to: its text for the model, and whether it failed."""
+    """What a call to an MCP tool came to: its text for the model, and whether it failed;
+    `auth`: the McpAuthRequirement where it failed for want of a sign-in (the server answered
+    401 and named its protected resource), which a person may still give."""
 
     success: bool
     text: str
+    auth: Mapping[str, Any] | None = None
 
 
 class McpServers(Protocol):
@@ -113,6 +116,10 @@ class McpServers(Protocol):
     ) -> McpCallOutcome:
         """Call the tool, one call at a time per server; a question the server asks meanwhile
         (elicitation) is asked through `events.ask`."""
+
+    async def until_signed_in(self, server_id: str) -> bool:
+        """Wait while the server waits for a sign-in: True once it is ready again (a person
+        pushed a token), False once it stopped or failed instead."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -355,6 +362,13 @@ class TurnEvents(Protocol):
         self, call_id: str, *, title: str | None = None, tool_input: str | None = None
     ) -> None:
         """The call runs without anybody having been asked (or after an approval)."""
+
+    def tool_auth_required(self, call_id: str, auth: Mapping[str, Any]) -> None:
+        """A running call to an MCP server's tool waits for a person to sign in to that server
+        (`auth`: the McpAuthRequirement; answered by the `authenticate` command)."""
+
+    def tool_auth_resolved(self, call_id: str) -> None:
+        """The sign-in the call waited for was given: it runs on."""
 
     async def ask(self, request: Mapping[str, Any]) -> InputAnswer:
         """Ask the person a question (a ChatInputRequest: `id`, `message`, `url`, `questions`)

@@ -205,7 +205,9 @@ class Host:
             lambda: self.sessions.sessions.values(),
             lambda: self.mcp_directory,
             self.sandbox,
+            self.resource_tokens.token_for,
         )
+        self.resource_tokens.on_pushed.append(self.mcp_servers.token_pushed)
         self.sessions.on_opened.append(self.mcp_servers.opened)
         self.sessions.on_disposed.append(self.mcp_servers.disposed)
         #: What a new session of any agent starts with (AgentInfo.customizations): the MCP

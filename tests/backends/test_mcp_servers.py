@@ -242,14 +242,17 @@ async def test_an_http_server_is_reached_with_its_headers(servers, http_url):
     assert outcome.text == "42"
 
 
-async def test_an_http_server_that_wants_a_sign_in_is_an_error_until_a_token_is_given(
+async def test_an_http_server_that_wants_a_sign_in_waits_for_one_until_a_token_is_given(
     servers, guarded_url
 ):
     made, states = servers
     bare = McpServerSpec(id="mcp:guarded", name="guarded", transport="http", url=guarded_url)
     await ready(made, bare)
-    error = [state for sid, state in states.said if sid == bare.id][-1]
-    assert error["kind"] == "error" and "401" in error["error"]["message"]
+    waiting = [state for sid, state in states.said if sid == bare.id][-1]
+    # Its protected-resource metadata, found from the 401's challenge, is what a person signs
+    # in from (sign_in.py).
+    assert waiting["kind"] == "authRequired" and waiting["reason"] == "required"
+    assert waiting["resource"]["resource"] == guarded_url
     signed = McpServerSpec(
         id="mcp:signed",
         name="signed",

@@ -87,6 +87,12 @@ class RecordingEvents:
         self.asked.set()
         return self.decide(call_id, title, options)
 
+    def tool_auth_required(self, call_id: str, auth: Mapping[str, Any]) -> None:
+        self.log.append(("tool_auth_required", {"call_id": call_id, "auth": dict(auth)}))
+
+    def tool_auth_resolved(self, call_id: str) -> None:
+        self.log.append(("tool_auth_resolved", {"call_id": call_id}))
+
     async def ask(self, request: Mapping[str, Any]) -> InputAnswer:
         self.log.append(("ask", {"request": dict(request)}))
         return self.answer(request)

@@ -49,6 +49,7 @@ from hosts.backends.process import host_env
 from hosts.backends.sandbox import Jail
 
 from .elicitation import elicit_result, input_request
+from .sign_in import ResourceBearer, TokenFor, discover, requirement
 
 log = logging.getLogger("ahpd.backends.mcp")
 
@@ -81,17 +82,19 @@ class McpServerConnection:
         folder: Path | None,
         on_state: OnState,
         jail: Jail | None = None,
-        auth: httpx2.Auth | None = None,
+        token_for: TokenFor | None = None,
         mode: str = "auto",
     ) -> None:
-        """`mode`: how the protocol version is agreed (the SDK's: `auto` asks the server what
-        it speaks, 2026-07-28 or older; `legacy` uses the initialize handshake of before)."""
+        """`token_for`: the bearer token a person pushed for a protected resource (an http
+        server's sign-in, sign_in.py); `mode`: how the protocol version is agreed (the SDK's:
+        `auto` asks the server what it speaks, 2026-07-28 or older; `legacy` uses the
+        initialize handshake of before)."""
         self.spec = spec
         self._mode = mode
         self._folder = folder
         self._on_state = on_state
         self._jail = jail
-        self._auth = auth
+        self._bearer = ResourceBearer(token_for) if token_for is not None else None
         self.state: State = dict(STOPPED)
         self.tools: list[McpTool] = []
         self._client: Client | None = None
@@ -106,9 +109,11 @@ class McpServerConnection:
         self._events: TurnEvents | None = None
         self._errlog: StderrTail | None = None
         #: The WWW-Authenticate challenge of an http server that answered 401 (the resource
-        #: metadata a sign-in starts from); None: none was seen. Read by MCP sign-in.
+        #: metadata a sign-in starts from); None: none was seen.
         self.challenge: str | None = None
         self._refused_status: int | None = None
+        #: Told each time its state moves (a call waiting on a sign-in waits on it).
+        self._moved = asyncio.Event()
 
     @property
     def ready(self) -> bool:
@@ -166,18 +171,79 @@ class McpServerConnection:
             if client is None or not self.ready:
                 return McpCallOutcome(False, f"The MCP server {self.spec.name} is not running.")
             self._events = events
+            self._refused_status = None
             try:
                 result = await client.call_tool(tool, dict(arguments))
             except MCPError as error:
+                if (needed := await self._signed_out()) is not None:
+                    return McpCallOutcome(False, self._signed_out_words(), auth=needed)
                 if error.code == -32000:  # CONNECTION_CLOSED: the server went away
                     self._fail(f"The MCP server {self.spec.name} closed the connection.")
                 return McpCallOutcome(False, self._hide(f"{self.spec.name}: {error.error.message}"))
             except Exception as error:
+                if (needed := await self._signed_out()) is not None:
+                    return McpCallOutcome(False, self._signed_out_words(), auth=needed)
                 log.warning("MCP server %s: call to %s failed: %s", self.spec.name, tool, error)
                 return McpCallOutcome(False, self._hide(f"{self.spec.name}: {describe(error)}"))
             finally:
                 self._events = None
         return McpCallOutcome(not result.is_error, result_text(result))
+
+    async def until_signed_in(self) -> bool:
+        """Wait while it waits for a sign-in: True once it is ready again, False once it is
+        stopped or failed instead."""
+        while True:
+            kind = self.state.get("kind")
+            if kind == "ready" and not self._stop.is_set():
+                return True
+            if kind in ("stopped", "error"):
+                return False
+            moved = self._moved
+            await moved.wait()
+
+    def signed_in(self, resource: str) -> bool:
+        """A token was pushed for `resource`: connected again where it waits for that sign-in
+        (whether it is about this server's resource)."""
+        if (
+            self._bearer is None
+            or self._bearer.resource != resource
+            or self.state.get("kind") != "authRequired"
+        ):
+            return False
+        task = self._task
+        if task is not None and not task.done():
+            # Still letting the refused connection go: connected again once it has.
+            task.add_done_callback(lambda _: self.start())
+        else:
+            self.start()
+        return True
+
+    async def _signed_out(self) -> dict[str, Any] | None:
+        """After a request failed: where the server answered 401, what a sign-in needs (the
+        server is then said waiting for it and let go); else None."""
+        if self._refused_status != 401 or self.spec.transport != "http":
+            return None
+        needed = await self._requirement()
+        if needed is None:
+            return None
+        self._say({"kind": "authRequired", **needed})
+        self._stop.set()
+        return needed
+
+    def _signed_out_words(self) -> str:
+        return f"The MCP server {self.spec.name} needs a sign-in before this call can run."
+
+    async def _requirement(self) -> dict[str, Any] | None:
+        """The McpAuthRequirement of the server's last 401: its protected-resource metadata
+        found (then kept as the resource the pushed token is for), or None."""
+        metadata = await discover(self.spec.url, self.challenge, dict(self.spec.headers))
+        if metadata is None:
+            return None
+        expired = False
+        if self._bearer is not None:
+            expired = self._bearer.sent_token
+            self._bearer.resource = str(metadata["resource"])
+        return requirement(metadata, self.challenge, expired=expired)
 
     # -- the connection's task ----------------------------------------------------------------
 
@@ -207,7 +273,11 @@ class McpServerConnection:
             raise
         except Exception as error:
             if self.state.get("kind") in ("starting", "ready"):
-                self._say(error_state(self._why(error)))
+                needed = await self._requirement() if self._refused_status == 401 else None
+                if needed is not None:
+                    self._say({"kind": "authRequired", **needed})
+                else:
+                    self._say(error_state(self._why(error)))
             log.info("MCP server %s stopped: %s", self.spec.name, self._hide(describe(error)))
         finally:
             timer.cancel()
@@ -240,7 +310,7 @@ class McpServerConnection:
             http = httpx2.AsyncClient(
                 headers=dict(spec.headers),
                 timeout=httpx2.Timeout(30.0, read=300.0),
-                auth=self._auth,
+                auth=self._bearer,
                 event_hooks={"response": [self._saw_response]},
             )
             await stack.enter_async_context(http)
@@ -307,6 +377,8 @@ class McpServerConnection:
 
     def _say(self, state: State) -> None:
         self.state = dict(state)
+        self._moved.set()
+        self._moved = asyncio.Event()
         self._on_state(self.spec.id, dict(state))
 
     def _why(self, error: BaseException) -> str:

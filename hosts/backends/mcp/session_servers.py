@@ -5,16 +5,15 @@ closed when the session goes."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
-
-import httpx2
 
 from hosts.backends.base import McpCallOutcome, McpServerSpec, McpTool, TurnEvents
 from hosts.backends.sandbox import Jail
 
 from .connection import McpServerConnection, OnState
+from .sign_in import TokenFor
 
 
 class SessionMcpServers:
@@ -24,15 +23,16 @@ class SessionMcpServers:
         folder: Path | None,
         on_state: OnState,
         jail: Jail | None = None,
-        auth_for: Callable[[McpServerSpec], httpx2.Auth | None] | None = None,
+        token_for: TokenFor | None = None,
     ) -> None:
         """`folder`: where a stdio server with no `cwd` runs (the session's first folder);
-        `on_state`: told each server's state (McpServerState) by its spec id; `auth_for`: the
-        sign-in an http server's requests carry (the hook for MCP sign-in; None: none)."""
+        `on_state`: told each server's state (McpServerState) by its spec id; `token_for`:
+        the token a person pushed for a protected resource, which an http server's requests
+        carry once it asked for a sign-in (None: no sign-in here)."""
         self._folder = folder
         self._on_state = on_state
         self._jail = jail
-        self._auth_for = auth_for
+        self._token_for = token_for
         self._connections: dict[str, McpServerConnection] = {}
 
     def state(self, server_id: str) -> dict[str, Any] | None:
@@ -53,7 +53,7 @@ class SessionMcpServers:
                 folder=self._folder,
                 on_state=self._on_state,
                 jail=self._jail,
-                auth=self._auth_for(spec) if self._auth_for is not None else None,
+                token_for=self._token_for,
             )
             self._connections[spec.id] = connection
         connection.start()
@@ -64,6 +64,12 @@ class SessionMcpServers:
         if connection is not None:
             await connection.stop()
         self.start(spec)
+
+    def signed_in(self, resource: str) -> None:
+        """A token was pushed for `resource`: every server waiting for that sign-in connects
+        again."""
+        for connection in self._connections.values():
+            connection.signed_in(resource)
 
     async def stop(self, server_id: str) -> None:
         connection = self._connections.get(server_id)
@@ -88,6 +94,10 @@ class SessionMcpServers:
 
     async def settled(self) -> None:
         await asyncio.gather(*(c.settled() for c in self._connections.values()))
+
+    async def until_signed_in(self, server_id: str) -> bool:
+        connection = self._connections.get(server_id)
+        return await connection.until_signed_in() if connection is not None else False
 
     async def call(
         self, tool: McpTool, arguments: Mapping[str, Any], events: TurnEvents

@@ -126,6 +126,13 @@ async def run_mcp_call(
     else:
         events.tool_running(call_id, title=shown, tool_input=tool_input)
     outcome = await servers.call(tool, args, events)
+    if outcome.auth is not None:
+        # The server asked for a sign-in mid-call: the call waits for a person to give one
+        # (authenticate), and runs again once the server is back.
+        events.tool_auth_required(call_id, outcome.auth)
+        if await servers.until_signed_in(tool.server_id):
+            events.tool_auth_resolved(call_id)
+            outcome = await servers.call(tool, args, events)
     if outcome.success:
         events.tool_result(call_id, success=True, message=f"Ran {shown}", output=outcome.text)
         return outcome.text

@@ -161,6 +161,8 @@ CHAT_RULES = (
             "chat/toolCallStart",
             "chat/toolCallDelta",
             "chat/toolCallReady",
+            "chat/toolCallAuthRequired",
+            "chat/toolCallAuthResolved",
             "chat/usage",
             "chat/inputRequested",
             "chat/turnComplete",

@@ -70,11 +70,21 @@ class McpSession(Protocol):
     mcp: SessionMcp | None
 
 
+#: The token its owner pushed for a protected resource, spendable on the session (session URI,
+#: owner, resource -> token): resource_tokens.ResourceTokens.token_for.
+TokenFor = Callable[[str, str, str], "str | None"]
+
+
 class SessionMcp:
     """One session's MCP servers."""
 
     def __init__(
-        self, session: McpSession, sandbox: Sandbox, agent_starts_them: bool, spawn: Spawn
+        self,
+        session: McpSession,
+        sandbox: Sandbox,
+        agent_starts_them: bool,
+        spawn: Spawn,
+        tokens: TokenFor | None = None,
     ) -> None:
         self.session = session
         self.specs: dict[str, McpServerSpec] = {}
@@ -82,6 +92,7 @@ class SessionMcp:
         self.agent_starts_them = agent_starts_them
         self._sandbox = sandbox
         self._spawn = spawn
+        self._tokens = tokens
         self._offered = asyncio.Event()
         #: The host's connections, for its own agent loop, once something needed them.
         self._connections: SessionMcpServers | None = None
@@ -142,10 +153,16 @@ class SessionMcp:
         if self._connections is None:
             record = self.session.record
             folders = [file_path(uri) for uri in record.working_directories]
+            tokens = self._tokens
             self._connections = SessionMcpServers(
                 folder=folders[0] if folders else None,
                 on_state=self.say_state,
                 jail=session_jail(self._sandbox, record),
+                token_for=(
+                    (lambda resource: tokens(record.uri, record.owner, resource))
+                    if tokens is not None
+                    else None
+                ),
             )
         return self._connections
 
@@ -186,6 +203,11 @@ class SessionMcp:
         if self._connections is not None:
             self._spawn(self._connections.stop(server_id))
 
+    def signed_in(self, resource: str) -> None:
+        """Its owner pushed a token for `resource`: the servers waiting for it connect again."""
+        if self._connections is not None and not self._closed:
+            self._connections.signed_in(resource)
+
     def _toggled(self, customization_id: str) -> None:
         """A person switched a server on or off for the session: for the host's own loop, on
         starts it (once the session's agent runs, or a person started one), off stops it."""
@@ -217,8 +239,10 @@ class McpServersOfSessions:
         sessions: Callable[[], Iterable[McpSession]],
         directory: Callable[[], McpServerDirectory],
         sandbox: Sandbox,
+        tokens: TokenFor | None = None,
     ) -> None:
         self._agents = agents
+        self._tokens = tokens
         self._sessions = sessions
         self._directory = directory
         self._sandbox = sandbox
@@ -233,9 +257,17 @@ class McpServersOfSessions:
             self._sandbox,
             bool(getattr(agent, "starts_mcp_servers", False)),
             self.spawn,
+            self._tokens,
         )
         session.mcp = mcp
         self.spawn(mcp.offer(self._directory()))
+
+    def token_pushed(self, resource: str, person: str) -> None:
+        """A person pushed a token for `resource`: their own sessions' servers waiting for that
+        sign-in connect again (never another person's)."""
+        for session in list(self._sessions()):
+            if session.mcp is not None and session.record.owner == person:
+                session.mcp.signed_in(resource)
 
     def disposed(self, session: McpSession) -> None:
         if session.mcp is not None:

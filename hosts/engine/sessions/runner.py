@@ -24,6 +24,7 @@ from ...backends.base import (
     PermissionOption,
 )
 from ..clock import now_ms
+from .call_sign_ins import CallSignIns, SignInSink
 from .client_tool_calls import TURN_ENDED, ClientCallSink, ClientToolCalls, failure
 from .questions import Questions, QuestionSink
 from .turn_usage import TurnUsage
@@ -36,7 +37,7 @@ _OUTCOMES = {"chat/turnComplete": "complete", "chat/turnCancelled": "cancelled"}
 _part_numbers = itertools.count(1)
 
 
-class TurnSink(QuestionSink, ClientCallSink, Protocol):
+class TurnSink(QuestionSink, ClientCallSink, SignInSink, Protocol):
     """Where a turn's actions go: its chat (sessions/live_session.py's LiveChat)."""
 
     def say(self, action: dict[str, Any]) -> None: ...
@@ -73,6 +74,8 @@ class TurnRunner:
         #: (client_tool_calls.py).
         self.asked = Questions(chat, self._say)
         self.client_calls = ClientToolCalls(chat, turn_id, self._say)
+        #: Its calls waiting for a person to sign in to an MCP server (call_sign_ins.py).
+        self.sign_ins = CallSignIns(chat, turn_id, self._say)
         #: Called after each action said (the turn's progress is kept, written behind).
         self.on_said: Callable[[], None] | None = None
         #: Called with each usage report's figures (sessions/metered.py writes them down).
@@ -339,6 +342,18 @@ class TurnRunner:
             }
         )
 
+    def tool_auth_required(self, call_id: str, auth: Mapping[str, Any]) -> None:
+        if self.ended or self.calls.get(call_id) != "running":
+            return
+        self.calls[call_id] = "auth-required"
+        self.sign_ins.required(call_id, auth)
+
+    def tool_auth_resolved(self, call_id: str) -> None:
+        if self.ended or self.calls.get(call_id) != "auth-required":
+            return
+        self.calls[call_id] = "running"
+        self.sign_ins.resolved(call_id)
+
     def tool_content(self, call_id: str, content: Sequence[Mapping[str, Any]]) -> None:
         if self.ended or self.calls.get(call_id) != "running":
             return
@@ -433,6 +448,8 @@ class TurnRunner:
                 future.set_result(PermissionAnswer(False))
         self.asked.cancel_all()
         self.client_calls.fail_all()
+        if self.ended:
+            self.sign_ins.settle_all()
 
 
 def sender_of(action: Mapping[str, Any]) -> str | None:
