@@ -538,7 +538,10 @@ async def test_a_team_mcp_server_is_handed_to_the_cli_with_its_secret_kept_off_i
         cwd=str(tmp_path),
         env={"MCP_TOKEN": "tok-secret-123"},
     )
-    chat = await open_chat(mcp_servers=[server])
+    states: list[tuple[str, dict[str, Any]]] = []
+    chat = await open_chat(
+        mcp_servers=[server], mcp_state=lambda sid, state: states.append((sid, dict(state)))
+    )
     transport = chat._transport
     assert transport is not None and transport.pid is not None
     command_line = Path(f"/proc/{transport.pid}/cmdline").read_bytes()
@@ -555,6 +558,8 @@ async def test_a_team_mcp_server_is_handed_to_the_cli_with_its_secret_kept_off_i
     [result] = of(events, "tool_result")
     assert result["success"] is True
     assert f"cwd={tmp_path} token=tok-secret-123" in (result["output"] or "")
+    # Its state as the CLI reported it when the turn's query began.
+    assert ("mcp:team tools", {"kind": "ready"}) in states
 
 
 class RecordingReports:

@@ -60,7 +60,7 @@ from hosts.backends.process import host_env
 from .background_tasks import BackgroundTasks
 from .cli_process import JailedCliTransport, bundled_cli
 from .client_tools_server import SERVER_NAME, ClientToolsServer
-from .mcp_config import contributor, server_names, write_config
+from .mcp_config import contributor, mcp_state, server_names, write_config
 from .permissions import Decision, decide, managed_settings_json
 from .project_memory import project_memory
 from .prompt import user_message
@@ -417,6 +417,8 @@ class ClaudeChat:
                     self._keep_commands(message)
                 if self._background.apply(message):
                     self._report_background()
+                if isinstance(message, SystemMessage) and message.subtype == "init":
+                    self._report_mcp(message.data.get("mcp_servers"))
                 if isinstance(message, SystemMessage) and message.subtype == "status":
                     status = message.data.get("status")
                     self._say_activity(STATUS_ACTIVITY.get(status) if status else None)
@@ -431,6 +433,21 @@ class ClaudeChat:
             self._dead = True
             if self._inbox is not None:
                 self._inbox.put_nowait(_ENDED)
+
+    def _report_mcp(self, servers: Any) -> None:
+        """The team servers' states as the CLI reports them as it starts a query (its init
+        message's `mcp_servers`: connected, pending, failed, needs-auth, disabled), in the
+        protocol's words; the clients' server is the host's own and not reported."""
+        say = self._context.mcp_state
+        if say is None or not isinstance(servers, list):
+            return
+        for entry in servers:
+            if not isinstance(entry, dict):
+                continue
+            spec = self._team.get(str(entry.get("name")))
+            state = mcp_state(str(entry.get("status")), spec.name if spec else "")
+            if spec is not None and state is not None:
+                say(spec.id, state)
 
     def _between_turns(self, message: Any) -> None:
         """The CLI answering on its own with no turn running (it tells the model of a

@@ -80,3 +80,22 @@ def contributor(team: dict[str, McpServerSpec], tool_name: str) -> dict[str, str
         if tool_name.startswith(f"mcp__{name}__"):
             return {"kind": "mcp", "customizationId": team[name].id}
     return None
+
+
+def mcp_state(status: str, name: str) -> dict[str, Any] | None:
+    """A team server's McpServerState from the status the CLI reports for it; None for a
+    status this host does not know."""
+    if status == "connected":
+        return {"kind": "ready"}
+    if status == "pending":
+        return {"kind": "starting"}
+    if status == "disabled":
+        return {"kind": "stopped"}
+    if status == "failed":
+        message = f"The Claude CLI could not connect to the MCP server {name}."
+    elif status == "needs-auth":
+        # The CLI signs in to a server itself; the host holds no resource to advertise.
+        message = f"The MCP server {name} needs a sign-in, which the Claude CLI asks for itself."
+    else:
+        return None
+    return {"kind": "error", "error": {"errorType": "mcp-server-start-failed", "message": message}}
