@@ -252,6 +252,74 @@ async def test_the_openai_loop_calls_a_servers_tool_naming_it_as_the_contributor
     await client.assert_conforms(session)
 
 
+async def test_a_servers_question_is_answered_by_another_client_and_reaches_the_server(
+    server, connect, workdir, tokens
+):
+    olga = await signed_in(server, connect, tokens["olga"])
+    window = await signed_in(server, connect, tokens["olga"])
+    session, chat = await new_session(olga, workdir)
+    await listed(olga, session)
+    await window.request("subscribe", {"channel": session})  # answers from the session alone
+    action = turn("call calc__pick_color {}")
+    await olga.dispatch_and_wait(chat, action)
+    # A tool that may change things is the person's to allow first, from the session too.
+    confirm = await window.wait_action(
+        lambda e: (
+            e["channel"] == session
+            and e["action"]["type"] == "session/inputNeededSet"
+            and e["action"]["request"]["kind"] == "toolConfirmation"
+        ),
+        timeout=60,
+    )
+    pending = confirm["action"]["request"]
+    await window.dispatch_and_wait(
+        chat,
+        {
+            "type": "chat/toolCallConfirmed",
+            "turnId": pending["turnId"],
+            "toolCallId": pending["toolCall"]["toolCallId"],
+            "approved": True,
+            "confirmed": "user-action",
+            "selectedOptionId": "allow",
+        },
+    )
+    asked = await window.wait_action(
+        lambda e: (
+            e["channel"] == session
+            and e["action"]["type"] == "session/inputNeededSet"
+            and e["action"]["request"]["kind"] == "chatInput"
+        ),
+        timeout=60,
+    )
+    request = asked["action"]["request"]["request"]
+    assert request["message"] == "Pick a color for the test"
+    questions = {q["id"]: q for q in request["questions"]}
+    assert questions["color"]["kind"] == "single-select" and questions["color"]["required"]
+    assert [o["id"] for o in questions["color"]["options"]] == ["red", "green", "blue"]
+    answers = {
+        "color": {"state": "submitted", "value": {"kind": "selected", "value": "green"}},
+        "count": {"state": "submitted", "value": {"kind": "number", "value": 3}},
+    }
+    echo = await window.dispatch_and_wait(
+        chat,
+        {
+            "type": "chat/inputCompleted",
+            "requestId": request["id"],
+            "response": "accept",
+            "answers": answers,
+        },
+    )
+    assert "rejectionReason" not in echo
+    end = await olga.wait_action(ended(chat, action["turnId"]), timeout=60)
+    assert end["action"]["type"] == "chat/turnComplete"
+    parts = olga.tracked[chat][0]["turns"][-1]["responseParts"]
+    [call] = [p["toolCall"] for p in parts if p["kind"] == "toolCall"]
+    assert call["success"] is True
+    assert call["content"] == [{"type": "text", "text": "3 x green"}]
+    await olga.wait_for(lambda: not olga.tracked[session][0].get("inputNeeded"))
+    await olga.assert_conforms(chat)
+
+
 @pytest.mark.skipif(not probe()[0], reason="bubblewrap cannot start here")
 async def test_a_stdio_server_runs_in_its_owners_sandbox(server, connect, workdir, tokens):
     olga = await signed_in(server, connect, tokens["olga"])
