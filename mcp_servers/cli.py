@@ -56,14 +56,38 @@ def register(nouns: Any) -> None:
     update.add_argument("name", help="its name")
     _shape_arguments(update)
     update.add_argument("--no-args", action="store_true", help="run the command with none")
-    update.add_argument("--unset-env", action="append", default=[], metavar="NAME")
-    update.add_argument("--unset-header", action="append", default=[], metavar="NAME")
+    update.add_argument(
+        "--unset-env", action="append", default=[], metavar="NAME", help="drop a variable"
+    )
+    update.add_argument(
+        "--unset-header", action="append", default=[], metavar="NAME", help="drop a header"
+    )
     switch = update.add_mutually_exclusive_group()
-    switch.add_argument("--enable", dest="enabled", action="store_const", const=True)
-    switch.add_argument("--disable", dest="enabled", action="store_const", const=False)
+    switch.add_argument(
+        "--enable", dest="enabled", action="store_const", const=True, help="offer it again"
+    )
+    switch.add_argument(
+        "--disable",
+        dest="enabled",
+        action="store_const",
+        const=False,
+        help="keep it, offered to nobody",
+    )
     wide = update.add_mutually_exclusive_group()
-    wide.add_argument("--host-wide", dest="host_wide", action="store_const", const=True)
-    wide.add_argument("--not-host-wide", dest="host_wide", action="store_const", const=False)
+    wide.add_argument(
+        "--host-wide",
+        dest="host_wide",
+        action="store_const",
+        const=True,
+        help="offered to every session",
+    )
+    wide.add_argument(
+        "--not-host-wide",
+        dest="host_wide",
+        action="store_const",
+        const=False,
+        help="offered only to those named",
+    )
     update.add_argument("--offer", action="append", default=[], metavar="REF", help="offer it")
     update.add_argument(
         "--unoffer", action="append", default=[], metavar="REF", help="offer it no more"
@@ -89,7 +113,7 @@ def _shape_arguments(parser: Any) -> None:
     parser.add_argument(
         "--header", action="append", default=[], metavar="NAME=VALUE", help="http: a header"
     )
-    parser.add_argument("--description")
+    parser.add_argument("--description", help="what it is for, shown to operators")
 
 
 def _path(name: str) -> str:
