@@ -32,6 +32,8 @@ log = logging.getLogger("ahpd.engine")
 
 #: How often the waiting thread looks at its stop flag and at what arrived, in milliseconds.
 STEP_MS = 50
+#: How long a stop waits for each watch's thread (it sees the stop within a step).
+STOP_WAIT_S = 5.0
 
 #: One batch of changes: (what happened, the real path it happened to).
 Changes = set[tuple[Change, str]]
@@ -118,6 +120,14 @@ class FolderWatcher:
         """Let the OS watch go; its thread closes it within a step."""
         self._stop.set()
 
+    def join(self, timeout: float) -> None:
+        """Wait (blocking) for its thread to have closed the OS watch."""
+        self._thread.join(timeout)
+
+    @property
+    def running(self) -> bool:
+        return self._thread.is_alive()
+
     # -- on the watch's own thread --------------------------------------------------------
 
     def _run(self) -> None:
@@ -174,6 +184,8 @@ class FolderWatchers:
         self._batch_ms = batch_ms
         self._make = make
         self._watchers: list[FolderWatcher] = []
+        #: Every watch whose thread may still run, let go or not (waited for at the stop).
+        self._threads: list[FolderWatcher] = []
 
     async def listen(
         self,
@@ -189,6 +201,8 @@ class FolderWatchers:
         if watcher is None:
             watcher = FolderWatcher(folder, recursive, self._batch_ms, self._make, self._forget)
             self._watchers.append(watcher)
+            self._threads = [w for w in self._threads if w.running]
+            self._threads.append(watcher)
         listening = Listening(watcher, heard, lost)
         # Held before the wait, so a listener leaving meanwhile does not stop it under this one.
         watcher.listeners[listening] = None
@@ -216,7 +230,17 @@ class FolderWatchers:
         """How many OS watches are held (each one inotify instance)."""
         return len(self._watchers)
 
-    def stop(self) -> None:
-        for watcher in self._watchers:
+    async def stop(self) -> None:
+        """Let every OS watch go and wait for their threads to have closed them: a watch
+        thread still inside the notifier as the interpreter exits aborts the process."""
+        for watcher in self._threads:
             watcher.stop()
         self._watchers.clear()
+        threads, self._threads = self._threads, []
+        deadline = STOP_WAIT_S
+
+        def join_all() -> None:
+            for watcher in threads:
+                watcher.join(deadline)
+
+        await asyncio.to_thread(join_all)

@@ -352,7 +352,7 @@ class Host:
         await self.watches.stop()
         await self.changesets.stop()
         await self.folder_customizations.stop()
-        self.folder_watchers.stop()
+        await self.folder_watchers.stop()
         await self.running_agents.drain()
         await self.writes.stop()
         await self.telemetry.stop()

@@ -245,7 +245,7 @@ async def test_a_clean_stop_closes_every_client_1001_and_a_restart_reads_the_tur
     end = next(a for a in client.actions if ended(chat, slow["turnId"])(a))
     assert end["action"]["type"] == "chat/error"
     assert end["action"]["part"]["error"]["errorType"] == "executionInterrupted"
-    assert await asyncio.to_thread(server.wait_stopped) == 0
+    assert await asyncio.to_thread(server.wait_stopped) == 0, server.log_text()[-3000:]
     stopped = [r["message"] for r in log_records(server) if r["logger"] == "ahpd.runtime"]
     assert any(m.startswith("stopping:") for m in stopped), stopped
     assert any(re.match(r"stopped: 1 turns ended as interrupted, 2 clients", m) for m in stopped)
