@@ -31,6 +31,7 @@ from hosts.backends.process import host_env
 
 from .agent_process import AgentProcess
 from .client import HostClient
+from .client_tools import ClientToolsServed
 from .errors import AgentGone, describe
 from .json_fields import string
 from .mcp_servers import HandedServers, needs
@@ -96,6 +97,8 @@ class AcpSession:
         self._session_result: Any = None
         #: The session's MCP servers as the agent was last handed them.
         self._mcp = HandedServers(context.mcp_servers, False, context.mcp_state)
+        #: The session's clients' tools, served to the agent as the MCP server `client`.
+        self.client_tools = ClientToolsServed(context.client_tools)
         #: The chat's completed turns, {"user", "assistant"}: handed to a new agent session.
         self._history: list[Mapping[str, str]] = list(context.history)
         #: Whether the next prompt opens a new agent session that has not been given them.
@@ -178,8 +181,12 @@ class AcpSession:
             self._context.mcp_servers, bool(mcp and mcp.http), self._context.mcp_state
         )
         self._mcp.starting()
+        servers = [
+            *self._mcp.servers(),
+            *await self.client_tools.handed(reachable=self._why_not_http(bool(mcp and mcp.http))),
+        ]
         try:
-            await self._open_session(conn, can_load, more or None)
+            await self._open_session(conn, can_load, more or None, servers)
         except RequestError as error:
             self._mcp.failed(f"{self._name}: {describe(error)}")
             raise
@@ -188,8 +195,22 @@ class AcpSession:
             raise
         self._mcp.ready()
 
+    def _why_not_http(self, takes_http: bool) -> str | None:
+        """Why the agent cannot reach an MCP server on the host's loopback; None: it can (its
+        sandbox shares the host's network unless the operator cut it)."""
+        if not takes_http:
+            return f"{self._name} does not take MCP servers over HTTP."
+        jail = self._jail
+        if jail is not None and jail.on and not jail.sandbox.settings.network:
+            return "the agent's sandbox has no network (AHPD_SANDBOX_NETWORK=none)."
+        return None
+
     async def _open_session(
-        self, conn: ClientSideConnection, can_load: bool, more: list[str] | None
+        self,
+        conn: ClientSideConnection,
+        can_load: bool,
+        more: list[str] | None,
+        servers: list[Any],
     ) -> None:
         cwd = self._directories[0]
         if self.backend_id and can_load:
@@ -200,7 +221,7 @@ class AcpSession:
                     conn.load_session(
                         cwd=cwd,
                         session_id=self.backend_id,
-                        mcp_servers=self._mcp.servers(),
+                        mcp_servers=servers,
                         additional_directories=more,
                     )
                 )
@@ -223,9 +244,7 @@ class AcpSession:
         previous, self.backend_id = self.backend_id, None
         try:
             response = await self._rpc(
-                conn.new_session(
-                    cwd=cwd, mcp_servers=self._mcp.servers(), additional_directories=more
-                )
+                conn.new_session(cwd=cwd, mcp_servers=servers, additional_directories=more)
             )
         except BaseException:
             self.backend_id = previous  # kept, so a later start may still load it

@@ -1,0 +1,211 @@
+"""An ACP agent reaches the tools the session's clients provide through the MCP server named
+`client` the host serves for its session on loopback: the fake agent, a real subprocess and a
+real MCP client, calls a tool through the URL it was handed, and the call is the client's to
+run. Whoever else reaches the endpoint (no secret, another session's, a tool nobody announced,
+a call between turns, a chat that closed) runs nothing."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import httpx2
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+from hosts.backends.acp import AcpChat
+from hosts.backends.base import ClientTool
+from tests.support.fake_acp import CONFIG, OpenChat, reports, turn
+from tests.support.recording_events import RecordingEvents
+
+OPEN_FILE = ClientTool(
+    client_id="window-1",
+    name="openFile",
+    title="Open file",
+    description="Opens a file in the editor",
+    input_schema={"type": "object", "properties": {"path": {"type": "string"}}},
+)
+OTHER_OPEN_FILE = ClientTool(client_id="window-2", name="openFile")
+
+
+def ran(tool: ClientTool, tool_input: str) -> Mapping[str, Any]:
+    return {
+        "success": True,
+        "pastTenseMessage": f"Ran {tool.name}",
+        "content": [{"type": "text", "text": f"{tool.client_id} opened {tool_input}"}],
+    }
+
+
+class Tools:
+    """What the session's clients announce now (ChatContext.client_tools)."""
+
+    def __init__(self, *tools: ClientTool) -> None:
+        self.now = list(tools)
+
+    def __call__(self) -> list[ClientTool]:
+        return list(self.now)
+
+
+async def client_url(chat: AcpChat) -> str:
+    """The URL the agent was handed for `client` (as `mcp?` says it)."""
+    events = RecordingEvents()
+    await turn(chat, "mcp?", events)
+    said = events.texts()
+    found = [part for part in said.split(" | ") if "client=http " in part]
+    assert found, said
+    return found[0].split("client=http ")[1].split(" ")[0]
+
+
+async def call(url: str, name: str, arguments: dict[str, Any]) -> tuple[bool, str]:
+    """Call a tool through `url` as any local process could: (is_error, text)."""
+    async with streamable_http_client(url) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            result = await session.call_tool(name, arguments)
+    return result.is_error, " ".join(getattr(b, "text", "") for b in result.content)
+
+
+async def test_the_agent_calls_a_clients_tool_and_the_client_runs_it(
+    open_acp_chat: OpenChat,
+) -> None:
+    chat = await open_acp_chat(client_tools=Tools(OPEN_FILE, OTHER_OPEN_FILE))
+    events = RecordingEvents(run_tool=ran)
+    end = await turn(chat, 'clienttool window-1__openFile {"path": "a.py"}', events)
+    assert end.state == "complete", end.message
+    run = reports(events, "run_client_tool")
+    assert len(run) == 1
+    # The tool as its client announced it, under the agent's own call id.
+    assert run[0]["tool"] == OPEN_FILE
+    assert run[0]["call_id"] == "client-1"
+    assert json.loads(run[0]["tool_input"]) == {"path": "a.py"}
+    # One row, the client's: started with its contributor and the tool's own name, and never
+    # completed by what the agent said of it afterwards (the client's completion is the one).
+    starts = [r for r in reports(events, "tool_call") if r["call_id"] == "client-1"]
+    assert starts[0]["contributor"] == {"kind": "client", "clientId": "window-1"}
+    assert starts[0]["name"] == "openFile"
+    assert [r for r in reports(events, "tool_result") if r["call_id"] == "client-1"] == []
+    assert 'clienttool: window-1 opened {"path": "a.py"}' in events.texts()
+
+
+async def test_a_call_that_names_no_call_is_matched_to_the_agents_own_row(
+    open_acp_chat: OpenChat,
+) -> None:
+    chat = await open_acp_chat(client_tools=Tools(OPEN_FILE))
+    events = RecordingEvents(run_tool=ran)
+    await turn(chat, 'clienttool-anon window-1__openFile {"path": "b.py"}', events)
+    run = reports(events, "run_client_tool")
+    assert [r["call_id"] for r in run] == ["client-1"]
+    assert "clienttool: window-1 opened" in events.texts()
+
+
+async def test_a_failed_client_result_reaches_the_agent_as_an_error(
+    open_acp_chat: OpenChat,
+) -> None:
+    chat = await open_acp_chat(client_tools=Tools(OPEN_FILE))
+    events = RecordingEvents()  # its client fails every call
+    await turn(chat, "clienttool window-1__openFile {}", events)
+    assert "clienttool error: no client runs tools here" in events.texts()
+
+
+async def test_a_session_whose_clients_provide_no_tool_is_handed_no_client_server(
+    open_acp_chat: OpenChat,
+) -> None:
+    chat = await open_acp_chat(client_tools=Tools())
+    events = RecordingEvents()
+    await turn(chat, "mcp?", events)
+    assert "mcp: none" in events.texts()
+
+
+async def test_an_agent_without_http_is_not_handed_the_client_server(
+    open_acp_chat: OpenChat,
+) -> None:
+    config = dataclasses.replace(CONFIG, env={"FAKE_ACP_NO_MCP_HTTP": "1"})
+    chat = await open_acp_chat(config, client_tools=Tools(OPEN_FILE))
+    events = RecordingEvents()
+    await turn(chat, "mcp?", events)
+    assert "mcp: none" in events.texts()
+
+
+async def test_a_changed_set_reaches_the_agent_at_the_next_send_by_loading_its_session(
+    open_acp_chat: OpenChat,
+) -> None:
+    tools = Tools(OPEN_FILE)
+    chat = await open_acp_chat(client_tools=tools)
+    backend_id = chat.backend_id
+    first = await client_url(chat)
+    tools.now = [OPEN_FILE, OTHER_OPEN_FILE]
+    events = RecordingEvents(run_tool=ran)
+    await turn(chat, "clienttool window-2__openFile {}", events)
+    # The agent was started again and its session loaded (the same one), handed the new set.
+    assert chat.backend_id == backend_id
+    assert "clienttool: window-2 opened {}" in events.texts()
+    assert await client_url(chat) == first  # the chat's route is kept while the chat lives
+
+
+# -- as an attacker -----------------------------------------------------------------------------
+
+
+async def test_a_tool_nobody_announced_is_refused_and_runs_nothing(
+    open_acp_chat: OpenChat,
+) -> None:
+    chat = await open_acp_chat(client_tools=Tools(OPEN_FILE))
+    events = RecordingEvents(run_tool=ran)
+    await turn(chat, "clienttool window-1__runShell {}", events)
+    assert reports(events, "run_client_tool") == []
+    assert "No client of this session provides a tool named window-1__runShell" in events.texts()
+    # Nor by the client's own name for it, nor another session's client's.
+    await turn(chat, "clienttool openFile {}", events)
+    await turn(chat, "clienttool window-9__openFile {}", events)
+    assert reports(events, "run_client_tool") == []
+
+
+async def test_a_call_between_turns_is_refused_in_words(open_acp_chat: OpenChat) -> None:
+    chat = await open_acp_chat(client_tools=Tools(OPEN_FILE))
+    url = await client_url(chat)
+    error, text = await call(url, "window-1__openFile", {})
+    assert error
+    assert text == "Tool openFile could not be run: no turn is running."
+
+
+async def test_the_endpoint_answers_404_without_the_sessions_secret(
+    open_acp_chat: OpenChat,
+) -> None:
+    mine = await open_acp_chat(client_tools=Tools(OPEN_FILE))
+    theirs = await open_acp_chat(client_tools=Tools(OTHER_OPEN_FILE))
+    url, their_url = await client_url(mine), await client_url(theirs)
+    assert url != their_url
+    base, secret = url.rsplit("/", 2)[0], url.rsplit("/", 2)[1]
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    headers = {"accept": "application/json, text/event-stream"}
+    async with httpx2.AsyncClient() as http:
+        for path in (
+            "/",
+            "/mcp",
+            f"/{secret}",
+            f"/{secret[:-1]}/mcp",
+            f"/{secret}x/mcp",
+            f"/mcp/{secret}",
+        ):
+            answer = await http.post(base + path, json=body, headers=headers)
+            assert answer.status_code == 404, path
+            assert answer.text == "No such MCP endpoint."
+        # Nothing lists what is served.
+        assert (await http.get(base + "/")).status_code == 404
+    # Another session's secret reaches that session's tools only: never mine.
+    error, text = await call(their_url, "window-1__openFile", {})
+    assert error and "No client of this session provides" in text
+
+
+async def test_the_route_is_gone_when_the_chat_closes(open_acp_chat: OpenChat) -> None:
+    chat = await open_acp_chat(client_tools=Tools(OPEN_FILE))
+    url = await client_url(chat)
+    await chat.close()
+    async with httpx2.AsyncClient() as http:
+        answer = await http.post(
+            url,
+            json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+            headers={"accept": "application/json, text/event-stream"},
+        )
+    assert answer.status_code == 404
