@@ -9,14 +9,17 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import httpx2
+import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from hosts.backends.acp import AcpChat
 from hosts.backends.base import ClientTool
+from hosts.backends.sandbox import Jail, Sandbox, SandboxSettings, probe
 from tests.support.fake_acp import CONFIG, OpenChat, reports, turn
 from tests.support.recording_events import RecordingEvents
 
@@ -209,3 +212,36 @@ async def test_the_route_is_gone_when_the_chat_closes(open_acp_chat: OpenChat) -
             headers={"accept": "application/json, text/event-stream"},
         )
     assert answer.status_code == 404
+
+
+# -- from inside the person's sandbox -------------------------------------------------------------
+
+
+def jail(tmp_path: Path, workdir: Path, *, network: bool) -> Jail:
+    if not probe()[0]:
+        pytest.skip("bubblewrap cannot make a sandbox here")
+    settings = SandboxSettings(mode="bwrap", homes=tmp_path / "homes", network=network)
+    return Sandbox(settings).jail("user:alice", [workdir])
+
+
+async def test_a_sandboxed_agent_reaches_the_host_loopback_and_calls_the_tool(
+    open_acp_chat: OpenChat, tmp_path: Path, workdir: Path
+) -> None:
+    chat = await open_acp_chat(
+        client_tools=Tools(OPEN_FILE), jail=jail(tmp_path, workdir, network=True)
+    )
+    events = RecordingEvents(run_tool=ran)
+    end = await turn(chat, "clienttool window-1__openFile {}", events)
+    assert end.state == "complete", end.message
+    assert "clienttool: window-1 opened {}" in events.texts()
+
+
+async def test_a_sandbox_without_network_is_not_handed_the_client_server(
+    open_acp_chat: OpenChat, tmp_path: Path, workdir: Path
+) -> None:
+    chat = await open_acp_chat(
+        client_tools=Tools(OPEN_FILE), jail=jail(tmp_path, workdir, network=False)
+    )
+    events = RecordingEvents()
+    await turn(chat, "mcp?", events)
+    assert "mcp: none" in events.texts()
