@@ -36,8 +36,9 @@ message's first word:
 * `mcp?`: replies with the MCP servers its session was handed (session/new or load), each as
   `<name>=<command> <args...>` (stdio, with `env:<names>`) or `<name>=http <url>` (with
   `headers:<names>`), `none` when there were none. Secrets' values are never said.
-* `clienttool <name> <json>`: calls the tool `<name>` with the JSON arguments through the HTTP
-  MCP server named `client` its session was handed, as an MCP client (the mcp SDK): said as an
+* `clienttool <name> <json>`: calls the tool `<name>` with the JSON arguments through the MCP
+  server named `client` its session was handed (over HTTP, or a stdio one it starts), as an MCP
+  client (the mcp SDK): said as an
   ACP tool call titled `mcp__client__<name>` first, the request naming that call in its `_meta`
   under `claudecode/toolUseId` as Claude Code names it, and the call completed with what the
   server answered. Replies `clienttool: <the result's text>` (`clienttool error: ...` when the
@@ -410,17 +411,11 @@ class FakeAgent:
     async def _client_tool(
         self, session_id: str, name: str, arguments: dict[str, Any], *, named: bool
     ) -> str:
-        from mcp import ClientSession
+        from mcp import ClientSession, StdioServerParameters
+        from mcp.client.stdio import stdio_client
         from mcp.client.streamable_http import streamable_http_client
 
-        server = next(
-            (
-                s
-                for s in self._handed.get(session_id, [])
-                if s.name == "client" and getattr(s, "type", None) == "http"
-            ),
-            None,
-        )
+        server = next((s for s in self._handed.get(session_id, []) if s.name == "client"), None)
         if server is None:
             return "clienttool error: no MCP server named client was handed"
         call_id = self._call_id("client")
@@ -431,7 +426,14 @@ class FakeAgent:
             ),
         )
         meta = {"claudecode/toolUseId": call_id} if named else None
-        async with streamable_http_client(server.url) as (read, write):
+        if getattr(server, "type", None) == "http":
+            transport = streamable_http_client(server.url)
+        else:
+            env = {e.name: e.value for e in server.env}
+            transport = stdio_client(
+                StdioServerParameters(command=server.command, args=server.args, env=env)
+            )
+        async with transport as (read, write):
             async with ClientSession(read, write) as mcp_session:
                 await mcp_session.initialize()
                 result = await mcp_session.call_tool(name, arguments, meta=meta)

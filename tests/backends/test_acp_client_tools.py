@@ -6,8 +6,12 @@ a call between turns, a chat that closed) runs nothing."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
+import os
+import stat
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -121,14 +125,19 @@ async def test_a_session_whose_clients_provide_no_tool_is_handed_no_client_serve
     assert "mcp: none" in events.texts()
 
 
-async def test_an_agent_without_http_is_not_handed_the_client_server(
+async def test_an_agent_without_http_reaches_them_through_the_stdio_relay(
     open_acp_chat: OpenChat,
 ) -> None:
     config = dataclasses.replace(CONFIG, env={"FAKE_ACP_NO_MCP_HTTP": "1"})
     chat = await open_acp_chat(config, client_tools=Tools(OPEN_FILE))
-    events = RecordingEvents()
+    events = RecordingEvents(run_tool=ran)
     await turn(chat, "mcp?", events)
-    assert "mcp: none" in events.texts()
+    # The host's Python runs the relay; the secret is handed in its env alone, by name here.
+    assert f"client={sys.executable} -c " in events.texts()
+    assert "env:AHPD_CLIENT_TOOLS_SECRET" in events.texts()
+    await turn(chat, 'clienttool window-1__openFile {"path": "c.py"}', events)
+    assert [r["call_id"] for r in reports(events, "run_client_tool")] == ["client-1"]
+    assert 'clienttool: window-1 opened {"path": "c.py"}' in events.texts()
 
 
 async def test_a_changed_set_reaches_the_agent_at_the_next_send_by_loading_its_session(
@@ -236,12 +245,56 @@ async def test_a_sandboxed_agent_reaches_the_host_loopback_and_calls_the_tool(
     assert "clienttool: window-1 opened {}" in events.texts()
 
 
-async def test_a_sandbox_without_network_is_not_handed_the_client_server(
+async def test_a_sandbox_without_network_reaches_them_through_the_relay_socket(
     open_acp_chat: OpenChat, tmp_path: Path, workdir: Path
 ) -> None:
     chat = await open_acp_chat(
         client_tools=Tools(OPEN_FILE), jail=jail(tmp_path, workdir, network=False)
     )
+    events = RecordingEvents(run_tool=ran)
+    await turn(chat, "mcp?", events)
+    assert "client=http" not in events.texts()
+    end = await turn(chat, "clienttool window-1__openFile {}", events)
+    assert end.state == "complete", end.message
+    assert "clienttool: window-1 opened {}" in events.texts()
+
+
+async def relay_socket(chat: AcpChat) -> str:
+    """The socket the stdio relay was handed (its last argument, as `mcp?` says it)."""
     events = RecordingEvents()
     await turn(chat, "mcp?", events)
-    assert "mcp: none" in events.texts()
+    [server] = [p for p in events.texts().split(" | ") if "client=" in p]
+    return server.split(" env:")[0].split(" ")[-1]
+
+
+async def test_the_relay_socket_serves_nothing_without_the_chats_secret(
+    open_acp_chat: OpenChat,
+) -> None:
+    config = dataclasses.replace(CONFIG, env={"FAKE_ACP_NO_MCP_HTTP": "1"})
+    mine = await open_acp_chat(config, client_tools=Tools(OPEN_FILE))
+    theirs = await open_acp_chat(config, client_tools=Tools(OTHER_OPEN_FILE))
+    path, their_path = await relay_socket(mine), await relay_socket(theirs)
+    assert path != their_path
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(os.path.dirname(path)).st_mode) == 0o700
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "attacker", "version": "1"},
+        },
+    }
+    for hello in (b"", b"wrong-secret\n", json.dumps(initialize).encode() + b"\n"):
+        reader, writer = await asyncio.open_unix_connection(path)
+        writer.write(hello + json.dumps(initialize).encode() + b"\n")
+        await writer.drain()
+        if not hello:
+            writer.write_eof()
+        # Closed unanswered: not a byte of MCP comes back.
+        assert await reader.read() == b""
+        writer.close()
+    await mine.close()
+    assert not os.path.exists(path)

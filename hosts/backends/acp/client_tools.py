@@ -10,8 +10,9 @@ and a call made while no turn runs, is answered as an error in words and runs no
 How the agent reaches it: over HTTP on the host's loopback (client_tools_endpoint.py), handed in
 session/new and session/load as `{type: "http", name: "client", url}`, the URL's path holding a
 secret made for this chat. The agent's sandbox shares the host's network unless the operator cut
-it (AHPD_SANDBOX_NETWORK=none), so 127.0.0.1 inside is the host's; an agent that takes no HTTP
-MCP servers, or whose sandbox has no network, is not handed it (said in the log).
+it (AHPD_SANDBOX_NETWORK=none), so 127.0.0.1 inside is the host's. An agent that takes no HTTP
+MCP servers, or whose sandbox has no network, is handed a stdio server instead: a relay it runs
+itself to a unix socket bound into its sandbox (client_tools_bridge.py).
 
 The set is read when the agent's session is made or loaded; a set changed after that reaches the
 agent at the next send, which starts the agent again and loads its session with the new set (an
@@ -33,7 +34,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from acp.schema import HttpMcpServer
+from acp.schema import EnvVariable, HttpMcpServer, McpServerStdio
 from mcp import types
 from mcp.server.lowlevel import Server
 
@@ -45,6 +46,7 @@ from hosts.backends.claude.client_tools_server import (
     tool_names,
 )
 
+from .client_tools_bridge import StdioBridge
 from .client_tools_endpoint import Route, shared_endpoint
 
 log = logging.getLogger(__name__)
@@ -77,6 +79,7 @@ class ClientToolsServed:
         #: The running turn's events; None between turns.
         self.events: TurnEvents | None = None
         self._route: Route | None = None
+        self._bridge: StdioBridge | None = None
         #: The calls of the running turn that are a client's, by id.
         self._calls: dict[str, ClientTool] = {}
         #: The agent's rows for a client's tool that no MCP call has claimed yet, oldest first.
@@ -92,18 +95,39 @@ class ClientToolsServed:
         """Whether the clients' set is not the one the agent was handed."""
         return self._now() != self.tools
 
-    async def handed(self, *, reachable: str | None) -> list[HttpMcpServer]:
-        """The server as session/new or session/load hands it, the set read now; none when no
-        client provides a tool, or when the agent cannot reach the host (`reachable`: why)."""
+    async def prepare(self) -> list[str]:
+        """Before the agent starts: where its clients provide tools, the socket its relay would
+        reach (the sandbox is made before the agent says whether it takes HTTP); what the
+        sandbox must hold for it."""
+        if self._bridge is None and self._now():
+            bridge = StdioBridge(self.server)
+            await bridge.open()
+            self._bridge = bridge
+        return self._bridge.needs() if self._bridge is not None else []
+
+    async def handed(self, *, over_http: bool) -> list[HttpMcpServer | McpServerStdio]:
+        """The server as session/new or session/load hands it, the set read now (none when no
+        client provides a tool): over HTTP where the agent can reach the host's loopback,
+        else as the stdio relay."""
         self.tools = self._now()
         if not self.tools:
             return []
-        if reachable is not None:
-            log.warning("the clients' tools are not handed to the agent: %s", reachable)
+        if over_http:
+            if self._route is None:
+                self._route = await (await shared_endpoint()).route(self.server)
+            return [HttpMcpServer(type="http", name=SERVER_NAME, url=self._route.url, headers=[])]
+        if self._bridge is None:
+            log.warning("the clients' tools are not handed: the agent started before they were")
             return []
-        if self._route is None:
-            self._route = await (await shared_endpoint()).route(self.server)
-        return [HttpMcpServer(type="http", name=SERVER_NAME, url=self._route.url, headers=[])]
+        command, args, env = self._bridge.command()
+        return [
+            McpServerStdio(
+                name=SERVER_NAME,
+                command=command,
+                args=args,
+                env=[EnvVariable(name=k, value=v) for k, v in env.items()],
+            )
+        ]
 
     def begin(self, events: TurnEvents) -> None:
         self.events = events
@@ -119,6 +143,9 @@ class ClientToolsServed:
         if self._route is not None:
             await self._route.close()
             self._route = None
+        if self._bridge is not None:
+            await self._bridge.close()
+            self._bridge = None
 
     def agent_call(self, call_id: str, update: Mapping[str, Any]) -> ClientTool | None:
         """The client tool an agent's own tool call is a call to, if it is one."""

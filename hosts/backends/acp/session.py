@@ -142,6 +142,7 @@ class AcpSession:
             self._home.mkdir(parents=True, exist_ok=True)
         env = {**host_env(INHERITED_ENV), **self._home_env, **self._config.env}
         self._link = link = AgentProcess(self._name)
+        relay = await self.client_tools.prepare()
         conn = await link.start(
             [self._config.command, *self._config.args],
             env=env,
@@ -156,6 +157,7 @@ class AcpSession:
                 *self._config.args,
                 *self._config.env.values(),
                 *needs(self._context.mcp_servers),
+                *relay,
             ),
         )
         init = await link.rpc(
@@ -181,10 +183,8 @@ class AcpSession:
             self._context.mcp_servers, bool(mcp and mcp.http), self._context.mcp_state
         )
         self._mcp.starting()
-        servers = [
-            *self._mcp.servers(),
-            *await self.client_tools.handed(reachable=self._why_not_http(bool(mcp and mcp.http))),
-        ]
+        over_http = self._over_http(bool(mcp and mcp.http))
+        servers = [*self._mcp.servers(), *await self.client_tools.handed(over_http=over_http)]
         try:
             await self._open_session(conn, can_load, more or None, servers)
         except RequestError as error:
@@ -195,15 +195,13 @@ class AcpSession:
             raise
         self._mcp.ready()
 
-    def _why_not_http(self, takes_http: bool) -> str | None:
-        """Why the agent cannot reach an MCP server on the host's loopback; None: it can (its
-        sandbox shares the host's network unless the operator cut it)."""
-        if not takes_http:
-            return f"{self._name} does not take MCP servers over HTTP."
+    def _over_http(self, takes_http: bool) -> bool:
+        """Whether the agent reaches an MCP server on the host's loopback: it takes HTTP ones,
+        and its sandbox shares the host's network (unless the operator cut it)."""
         jail = self._jail
-        if jail is not None and jail.on and not jail.sandbox.settings.network:
-            return "the agent's sandbox has no network (AHPD_SANDBOX_NETWORK=none)."
-        return None
+        return takes_http and not (
+            jail is not None and jail.on and not jail.sandbox.settings.network
+        )
 
     async def _open_session(
         self,
