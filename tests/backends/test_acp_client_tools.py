@@ -18,10 +18,12 @@ from typing import Any
 
 import httpx2
 import pytest
-from mcp import ClientSession
+from mcp import ClientSession, types
 from mcp.client.streamable_http import streamable_http_client
 
 from hosts.backends.acp import AcpChat
+from hosts.backends.acp.client_tools import ClientToolsServed
+from hosts.backends.acp.updates import TurnUpdates
 from hosts.backends.base import ClientTool
 from hosts.backends.sandbox import Jail, Sandbox, SandboxSettings, probe
 from tests.support.fake_acp import CONFIG, OpenChat, reports, turn
@@ -298,3 +300,38 @@ async def test_the_relay_socket_serves_nothing_without_the_chats_secret(
         writer.close()
     await mine.close()
     assert not os.path.exists(path)
+
+
+# -- which row is the call ------------------------------------------------------------------------
+
+
+async def test_the_agents_row_said_after_a_call_that_named_no_id_is_not_drawn_twice() -> None:
+    served = ClientToolsServed(Tools(OPEN_FILE))
+    await served.handed(over_http=True)
+    events = RecordingEvents(run_tool=ran)
+    served.begin(events)
+    updates = TurnUpdates(events, client_calls=served)
+    try:
+        params = types.CallToolRequestParams(name="window-1__openFile", arguments={"path": "d"})
+        result = await served._call(None, params)
+        assert not result.is_error
+        [run] = reports(events, "run_client_tool")
+        assert run["call_id"].startswith("client-")
+        # The agent's own row for that call, said after it ran, starts and completes nothing.
+        for status in ("pending", "completed"):
+            updates.apply(
+                {
+                    "sessionUpdate": "tool_call" if status == "pending" else "tool_call_update",
+                    "toolCallId": "agent-7",
+                    "title": "mcp__client__window-1__openFile",
+                    "status": status,
+                }
+            )
+        assert reports(events, "tool_call") == []
+        assert reports(events, "tool_result") == []
+        # A row of another tool of the agent's own is its own as ever.
+        updates.apply({"sessionUpdate": "tool_call", "toolCallId": "bash-1", "title": "Bash"})
+        assert [r["call_id"] for r in reports(events, "tool_call")] == ["bash-1"]
+    finally:
+        served.end()
+        await served.close()

@@ -21,7 +21,8 @@ agent lists a server's tools once, as the Claude CLI does): a running turn keeps
 An agent says its own tool_call for the call too. Where the MCP request names the agent's call
 (`_meta["claudecode/toolUseId"]`, which Claude Code sends to every MCP server), the host's row is
 that call; else an agent's row whose name ends with a listed tool's name is taken as that call,
-the oldest first; else the host makes an id of its own. Either way the row is the client's:
+the oldest first; else the host makes an id of its own, and the agent's row said after it is not
+drawn a second time. Either way the row is the client's:
 what the agent says of it afterwards is not said again, and its permission question for it is
 answered allow (the client runs its tool under its own window's confirmation).
 """
@@ -84,6 +85,8 @@ class ClientToolsServed:
         self._calls: dict[str, ClientTool] = {}
         #: The agent's rows for a client's tool that no MCP call has claimed yet, oldest first.
         self._unclaimed: dict[str, list[str]] = {}
+        #: Calls that named no id and found no row, under an id the host made, oldest first.
+        self._made: dict[str, list[str]] = {}
         self.server: Server[Any] = Server(
             SERVER_NAME, version="1.0.0", on_list_tools=self._list, on_call_tool=self._call
         )
@@ -133,6 +136,7 @@ class ClientToolsServed:
         self.events = events
         self._calls.clear()
         self._unclaimed.clear()
+        self._made.clear()
 
     def end(self) -> None:
         self.events = None
@@ -147,16 +151,22 @@ class ClientToolsServed:
             await self._bridge.close()
             self._bridge = None
 
-    def agent_call(self, call_id: str, update: Mapping[str, Any]) -> ClientTool | None:
-        """The client tool an agent's own tool call is a call to, if it is one."""
+    def agent_call(self, call_id: str, update: Mapping[str, Any]) -> tuple[ClientTool, bool] | None:
+        """The client tool an agent's own tool call is a call to, if it is one, and whether the
+        host said that call already under an id of its own (its row is then not started)."""
         if call_id in self._calls:
-            return self._calls[call_id]
+            return self._calls[call_id], False
         for name in _names(update):
             for listed, tool in self.tools.items():
                 if name == listed or name.endswith(f"__{listed}") or name.startswith(f"{listed} "):
                     self._calls[call_id] = tool
+                    made = self._made.get(listed)
+                    if made:
+                        # The agent's row of a call that reached the server first, naming none.
+                        made.pop(0)
+                        return tool, True
                     self._unclaimed.setdefault(listed, []).append(call_id)
-                    return tool
+                    return tool, False
         return None
 
     async def _list(self, ctx: Any, params: Any) -> types.ListToolsResult:
@@ -184,7 +194,9 @@ class ClientToolsServed:
             return named
         if unclaimed:
             return unclaimed.pop(0)
-        return f"client-{uuid.uuid4().hex[:16]}"
+        made = f"client-{uuid.uuid4().hex[:16]}"
+        self._made.setdefault(name, []).append(made)
+        return made
 
     async def _call(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         tool = self.tools.get(params.name)

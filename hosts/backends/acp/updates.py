@@ -19,8 +19,9 @@ from .json_fields import as_json, block_text, mappings, string
 
 
 class ClientCalls(Protocol):
-    def agent_call(self, call_id: str, update: Mapping[str, Any]) -> ClientTool | None:
-        """The client tool the agent's tool call is a call to, if it is one (client_tools.py)."""
+    def agent_call(self, call_id: str, update: Mapping[str, Any]) -> tuple[ClientTool, bool] | None:
+        """The client tool the agent's tool call is a call to, if it is one, and whether the host
+        said the call already under another id (client_tools.py)."""
 
 
 class ShownTerminals(Protocol):
@@ -111,15 +112,17 @@ class TurnUpdates:
         kind = string(update.get("kind"))
         call = self.calls.get(call_id)
         clients = self._client_calls
-        if call is None and clients is not None and (tool := clients.agent_call(call_id, update)):
+        if call is None and clients is not None and (found := clients.agent_call(call_id, update)):
             # Started as the client's: its client runs it, and its completion is the client's.
+            tool, said = found
             call = self.calls[call_id] = ToolCallState(
                 name=tool.name, title=tool.title or tool.name, client=True
             )
-            contributor = {"kind": "client", "clientId": tool.client_id}
-            self.events.tool_call(
-                call_id, name=tool.name, title=call.title, contributor=contributor
-            )
+            if not said:
+                contributor = {"kind": "client", "clientId": tool.client_id}
+                self.events.tool_call(
+                    call_id, name=tool.name, title=call.title, contributor=contributor
+                )
             return call
         if call is not None and call.client:
             return call  # what the agent says of a client's call is not said again
