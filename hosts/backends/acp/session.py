@@ -184,8 +184,8 @@ class AcpSession:
         )
         self._mcp.starting()
         over_http = self._over_http(bool(mcp and mcp.http))
-        servers = [*self._mcp.servers(), *await self.client_tools.handed(over_http=over_http)]
         try:
+            servers = [*self._mcp.servers(), *await self.client_tools.handed(over_http=over_http)]
             await self._open_session(conn, can_load, more or None, servers)
         except RequestError as error:
             self._mcp.failed(f"{self._name}: {describe(error)}")
