@@ -36,6 +36,13 @@ message's first word:
 * `mcp?`: replies with the MCP servers its session was handed (session/new or load), each as
   `<name>=<command> <args...>` (stdio, with `env:<names>`) or `<name>=http <url>` (with
   `headers:<names>`), `none` when there were none. Secrets' values are never said.
+* `clienttool <name> <json>`: calls the tool `<name>` with the JSON arguments through the MCP
+  server named `client` its session was handed (over HTTP, or a stdio one it starts), as an MCP
+  client (the mcp SDK): said as an
+  ACP tool call titled `mcp__client__<name>` first, the request naming that call in its `_meta`
+  under `claudecode/toolUseId` as Claude Code names it, and the call completed with what the
+  server answered. Replies `clienttool: <the result's text>` (`clienttool error: ...` when the
+  server answered an error). `clienttool-anon` does the same without the `_meta` id.
 * anything else: `echo: <prompt>`, streamed word by word.
 
 Set `FAKE_ACP_REQUIRE_AUTH=1` to make sessions need `authenticate(method_id="fake-login")`, and
@@ -181,6 +188,8 @@ class FakeAgent:
         self._authenticated = False
         self._cancelled: dict[str, asyncio.Event] = {}
         self._calls = 0
+        #: The MCP servers each session was handed, as session/new or load handed them.
+        self._handed: dict[str, list[Any]] = {}
         self._store = Path(os.environ.get("HOME", ".")) / "fake-acp"
 
     def on_connect(self, conn: Any) -> None:
@@ -255,6 +264,7 @@ class FakeAgent:
         self._check_auth()
         mcp = _mcp_servers(kwargs.get("mcp_servers"))
         session_id = f"fake-{uuid.uuid4().hex[:12]}"
+        self._handed[session_id] = list(kwargs.get("mcp_servers") or [])
         self._save(session_id, {"cwd": cwd, "history": [], "mcp": mcp})
         self._announce_commands_later(session_id)
         return NewSessionResponse(
@@ -266,6 +276,7 @@ class FakeAgent:
         data = self._load(session_id)
         data["cwd"] = cwd
         data["mcp"] = _mcp_servers(kwargs.get("mcp_servers"))
+        self._handed[session_id] = list(kwargs.get("mcp_servers") or [])
         self._save(session_id, data)
         for entry in data["history"]:
             await self._send(session_id, acp.update_user_message_text(entry["user"]))
@@ -354,6 +365,10 @@ class FakeAgent:
             reply = _signalled(int(words[1]))
         elif verb == "mcp?":
             reply = "mcp: " + (" | ".join(data.get("mcp") or []) or "none")
+        elif verb in ("clienttool", "clienttool-anon") and len(words) > 1:
+            arguments = json.loads(" ".join(words[2:]) or "{}")
+            named = verb == "clienttool"
+            reply = await self._client_tool(session_id, words[1], arguments, named=named)
         elif verb == "whoami":
             reply = f"pid={os.getpid()} home={os.environ.get('HOME', '')}"
         elif verb == "sloppy":
@@ -392,6 +407,46 @@ class FakeAgent:
             )
 
     # -- tools ---------------------------------------------------------------------------------
+
+    async def _client_tool(
+        self, session_id: str, name: str, arguments: dict[str, Any], *, named: bool
+    ) -> str:
+        from mcp import ClientSession, StdioServerParameters
+        from mcp.client.stdio import stdio_client
+        from mcp.client.streamable_http import streamable_http_client
+
+        server = next((s for s in self._handed.get(session_id, []) if s.name == "client"), None)
+        if server is None:
+            return "clienttool error: no MCP server named client was handed"
+        call_id = self._call_id("client")
+        await self._send(
+            session_id,
+            acp.start_tool_call(
+                call_id, f"mcp__client__{name}", kind="other", status="pending", raw_input=arguments
+            ),
+        )
+        meta = {"claudecode/toolUseId": call_id} if named else None
+        if getattr(server, "type", None) == "http":
+            transport = streamable_http_client(server.url)
+        else:
+            env = {e.name: e.value for e in server.env}
+            transport = stdio_client(
+                StdioServerParameters(command=server.command, args=server.args, env=env)
+            )
+        async with transport as (read, write):
+            async with ClientSession(read, write) as mcp_session:
+                await mcp_session.initialize()
+                result = await mcp_session.call_tool(name, arguments, meta=meta)
+        text = " ".join(getattr(block, "text", "") for block in result.content)
+        await self._send(
+            session_id,
+            acp.update_tool_call(
+                call_id,
+                status="failed" if result.is_error else "completed",
+                content=[acp.tool_content(acp.text_block(text))],
+            ),
+        )
+        return f"clienttool error: {text}" if result.is_error else f"clienttool: {text}"
 
     def _call_id(self, kind: str) -> str:
         self._calls += 1

@@ -44,7 +44,7 @@ class AcpChat(AcpSession):
     async def run_turn(self, request: TurnRequest, events: TurnEvents) -> TurnEnd:
         """Prompt the agent and report the turn; restart (and reload) an agent that died."""
         async with self._turn_lock:
-            turn = Turn(events, request.turn_id, self.client)
+            turn = Turn(events, request.turn_id, self.client, self.client_tools)
             self._turn = turn
             try:
                 if self._closed:
@@ -58,8 +58,17 @@ class AcpChat(AcpSession):
                     except Exception as error:
                         log.exception("%s: cannot restart the agent", self._name)
                         return TurnEnd("error", f"Cannot restart {self._name}: {error}")
+                if self._alive() and self.client_tools.changed():
+                    # The clients' tools changed since the agent listed them: it is started
+                    # again, its session loaded with the new set (seed 000: at the next send).
+                    await self._stop()
+                    try:
+                        await self.start()
+                    except BackendError as error:
+                        return TurnEnd("error", str(error))
                 if turn.cancelled.is_set():
                     return TurnEnd("cancelled")
+                self.client_tools.begin(events)
                 if request.model:
                     try:
                         await self._select_model(request.model)
@@ -73,6 +82,7 @@ class AcpChat(AcpSession):
                 return end
             finally:
                 self._turn = None
+                self.client_tools.end()
                 for question in turn.questions:
                     question.cancel()
 
@@ -201,3 +211,4 @@ class AcpChat(AcpSession):
         await self._stop()
         # The servers it started went with it.
         self._mcp.stopped()
+        await self.client_tools.close()

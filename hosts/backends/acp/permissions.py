@@ -31,6 +31,15 @@ async def ask_person(
     call = turn.updates.tool(raw)
     if call is None:
         return CANCELLED
+    if call.client:
+        # A client's tool runs under its own window's confirmation: asked here too, one call
+        # would be asked about twice.
+        allow = [o.option_id for o in options if o.kind == "allow_once"]
+        allow = allow or [o.option_id for o in options if o.kind.startswith("allow")]
+        if allow:
+            return RequestPermissionResponse(
+                outcome=AllowedOutcome(outcome="selected", option_id=allow[0])
+            )
     ours = [
         PermissionOption(
             option.option_id,

@@ -31,6 +31,7 @@ from hosts.backends.process import host_env
 
 from .agent_process import AgentProcess
 from .client import HostClient
+from .client_tools import ClientToolsServed
 from .errors import AgentGone, describe
 from .json_fields import string
 from .mcp_servers import HandedServers, needs
@@ -96,6 +97,8 @@ class AcpSession:
         self._session_result: Any = None
         #: The session's MCP servers as the agent was last handed them.
         self._mcp = HandedServers(context.mcp_servers, False, context.mcp_state)
+        #: The session's clients' tools, served to the agent as the MCP server `client`.
+        self.client_tools = ClientToolsServed(context.client_tools)
         #: The chat's completed turns, {"user", "assistant"}: handed to a new agent session.
         self._history: list[Mapping[str, str]] = list(context.history)
         #: Whether the next prompt opens a new agent session that has not been given them.
@@ -139,6 +142,7 @@ class AcpSession:
             self._home.mkdir(parents=True, exist_ok=True)
         env = {**host_env(INHERITED_ENV), **self._home_env, **self._config.env}
         self._link = link = AgentProcess(self._name)
+        relay = await self.client_tools.prepare()
         conn = await link.start(
             [self._config.command, *self._config.args],
             env=env,
@@ -153,6 +157,7 @@ class AcpSession:
                 *self._config.args,
                 *self._config.env.values(),
                 *needs(self._context.mcp_servers),
+                *relay,
             ),
         )
         init = await link.rpc(
@@ -178,8 +183,10 @@ class AcpSession:
             self._context.mcp_servers, bool(mcp and mcp.http), self._context.mcp_state
         )
         self._mcp.starting()
+        over_http = self._over_http(bool(mcp and mcp.http))
         try:
-            await self._open_session(conn, can_load, more or None)
+            servers = [*self._mcp.servers(), *await self.client_tools.handed(over_http=over_http)]
+            await self._open_session(conn, can_load, more or None, servers)
         except RequestError as error:
             self._mcp.failed(f"{self._name}: {describe(error)}")
             raise
@@ -188,8 +195,20 @@ class AcpSession:
             raise
         self._mcp.ready()
 
+    def _over_http(self, takes_http: bool) -> bool:
+        """Whether the agent reaches an MCP server on the host's loopback: it takes HTTP ones,
+        and its sandbox shares the host's network (unless the operator cut it)."""
+        jail = self._jail
+        return takes_http and not (
+            jail is not None and jail.on and not jail.sandbox.settings.network
+        )
+
     async def _open_session(
-        self, conn: ClientSideConnection, can_load: bool, more: list[str] | None
+        self,
+        conn: ClientSideConnection,
+        can_load: bool,
+        more: list[str] | None,
+        servers: list[Any],
     ) -> None:
         cwd = self._directories[0]
         if self.backend_id and can_load:
@@ -200,7 +219,7 @@ class AcpSession:
                     conn.load_session(
                         cwd=cwd,
                         session_id=self.backend_id,
-                        mcp_servers=self._mcp.servers(),
+                        mcp_servers=servers,
                         additional_directories=more,
                     )
                 )
@@ -223,9 +242,7 @@ class AcpSession:
         previous, self.backend_id = self.backend_id, None
         try:
             response = await self._rpc(
-                conn.new_session(
-                    cwd=cwd, mcp_servers=self._mcp.servers(), additional_directories=more
-                )
+                conn.new_session(cwd=cwd, mcp_servers=servers, additional_directories=more)
             )
         except BaseException:
             self.backend_id = previous  # kept, so a later start may still load it

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from hosts.backends.base import PermissionAnswer, TurnEnd, TurnEvents
 
-from .updates import ShownTerminals, TurnUpdates
+from .updates import ClientCalls, ShownTerminals, TurnUpdates
 
 
 @dataclass(slots=True)
@@ -16,13 +16,17 @@ class Turn:
     turn_id: str | None = None
     #: The chat's terminals, which a tool call's content may name.
     terminals: ShownTerminals | None = None
+    #: The session's clients' tools, whose calls the agent's rows may be.
+    client_calls: ClientCalls | None = None
     updates: TurnUpdates = field(init=False)
     #: Permission questions waiting for a person; cancel answers them.
     questions: set[asyncio.Future[PermissionAnswer]] = field(default_factory=set)
     cancelled: asyncio.Event = field(default_factory=asyncio.Event)
 
     def __post_init__(self) -> None:
-        self.updates = TurnUpdates(self.events, terminals=self.terminals)
+        self.updates = TurnUpdates(
+            self.events, terminals=self.terminals, client_calls=self.client_calls
+        )
 
 
 def ending(stop_reason: str, *, cancelled: bool, name: str) -> TurnEnd:

@@ -13,9 +13,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from hosts.backends.base import Context, Cost, HostTerminal, TurnEvents
+from hosts.backends.base import ClientTool, Context, Cost, HostTerminal, TurnEvents
 
 from .json_fields import as_json, block_text, mappings, string
+
+
+class ClientCalls(Protocol):
+    def agent_call(self, call_id: str, update: Mapping[str, Any]) -> tuple[ClientTool, bool] | None:
+        """The client tool the agent's tool call is a call to, if it is one, and whether the host
+        said the call already under another id (client_tools.py)."""
 
 
 class ShownTerminals(Protocol):
@@ -34,6 +40,8 @@ class ToolCallState:
     running: bool = False
     denied: bool = False
     done: bool = False
+    #: A call to a tool a client provides: the client runs and completes it, not the agent.
+    client: bool = False
     #: The host terminals its content named, which it shows from then on.
     terminals: list[HostTerminal] = field(default_factory=list)
 
@@ -46,9 +54,11 @@ class TurnUpdates:
         events: TurnEvents,
         model: str | None = None,
         terminals: ShownTerminals | None = None,
+        client_calls: ClientCalls | None = None,
     ) -> None:
         self.events = events
         self._terminals = terminals
+        self._client_calls = client_calls
         #: The model usage is reported for.
         self.model = model
         self.calls: dict[str, ToolCallState] = {}
@@ -101,6 +111,21 @@ class TurnUpdates:
         title = string(update.get("title"))
         kind = string(update.get("kind"))
         call = self.calls.get(call_id)
+        clients = self._client_calls
+        if call is None and clients is not None and (found := clients.agent_call(call_id, update)):
+            # Started as the client's: its client runs it, and its completion is the client's.
+            tool, said = found
+            call = self.calls[call_id] = ToolCallState(
+                name=tool.name, title=tool.title or tool.name, client=True
+            )
+            if not said:
+                contributor = {"kind": "client", "clientId": tool.client_id}
+                self.events.tool_call(
+                    call_id, name=tool.name, title=call.title, contributor=contributor
+                )
+            return call
+        if call is not None and call.client:
+            return call  # what the agent says of a client's call is not said again
         if call is None:
             name = title or kind or "tool"
             call = self.calls[call_id] = ToolCallState(name=name, title=title or name)

@@ -54,7 +54,7 @@ def tool_names(tools: Iterable[ClientTool]) -> dict[str, ClientTool]:
     return by_name
 
 
-def _result(result: Mapping[str, Any]) -> types.CallToolResult:
+def call_result(result: Mapping[str, Any]) -> types.CallToolResult:
     """A client's ToolCallResult as the MCP result the CLI writes for the model."""
     texts = [
         str(block.get("text"))
@@ -150,4 +150,4 @@ class ClientToolsServer:
         result = await events.run_client_tool(
             call_id, tool, title=tool.title or tool.name, tool_input=arguments
         )
-        return _result(result)
+        return call_result(result)
