@@ -148,3 +148,40 @@ def do_start_automation_turn(
     room_for_agent(host, chat.session.record.owner, chat.session.record.provider, chat)
     sent = with_sender({**message, "origin": {"kind": "automation"}}, caller.principal.ref)
     return host.turns.begin_message(chat, sent)
+
+
+def do_resume_turn(
+    host: Host, caller: Caller, chat: LiveChat, action: dict[str, Any]
+) -> str | None:
+    """A client's chat/turnResume: VS Code's host's conditions checked against the chat's held
+    state in its order, refused in its words; then said with its origin, and the turn run
+    again by its backend under its own id. Why it is refused, or None."""
+    caller.may_in(chat.session, "chat:send")
+    state = chat.state()
+    if state.get("activeTurn") is not None or chat.busy:
+        return "Cannot resume while a turn is active."
+    if chat.session.record.is_archived or chat.record.is_archived:
+        return "Cannot resume a read-only or archived chat."
+    turns = state.get("turns") or []
+    turn = turns[-1] if turns else None
+    if turn is None or turn.get("id") != action["turnId"] or not resumable(turn):
+        return "The requested turn is not the latest resumable errored turn."
+    agent = host.sessions.agents.get(chat.session.record.provider)
+    if not getattr(agent, "resumes_turns", False):
+        return "The session provider does not support turn resume."
+    room_for_agent(host, chat.session.record.owner, chat.session.record.provider, chat)
+    caller.say(host, chat.channel, action)
+    host.turns.resume(chat, turn)
+    return None
+
+
+def resumable(turn: dict[str, Any]) -> bool:
+    """Whether a turn stopped at an error its backend said it can run the turn again from."""
+    parts = turn.get("responseParts") or []
+    last = parts[-1] if parts else None
+    return (
+        turn.get("state") == "error"
+        and isinstance(last, dict)
+        and last.get("kind") == "error"
+        and last.get("resumable") is True
+    )

@@ -26,7 +26,7 @@ from ...backends.base import (
 from ..clock import now_ms
 from .client_tool_calls import TURN_ENDED, ClientCallSink, ClientToolCalls, failure
 from .questions import Questions, QuestionSink
-from .turn_usage import TurnUsage
+from .turn_usage import TurnUsage, continued
 
 log = logging.getLogger("ahpd.turns")
 
@@ -78,6 +78,13 @@ class TurnRunner:
         #: Called with each usage report's figures (sessions/metered.py writes them down).
         self.on_usage: Callable[[dict[str, Any]], None] | None = None
         self._usage = TurnUsage.empty()
+        #: What the turn's earlier run used (UsageInfo), for a turn run again (`continuing`).
+        self._earlier_usage: dict[str, Any] | None = None
+
+    def continuing(self, earlier_ms: int, usage: dict[str, Any] | None) -> None:
+        """A resumed turn runs again: its duration and its usage go on from its earlier run."""
+        self.started_ms -= max(0, earlier_ms)
+        self._earlier_usage = usage
 
     # -- saying actions -------------------------------------------------------------------
 
@@ -370,7 +377,8 @@ class TurnRunner:
         }
         if self.ended or not self._usage.add(figures, model, cost, context):
             return
-        self._say({"type": "chat/usage", "turnId": self.turn_id, "usage": self._usage.info()})
+        info = continued(self._earlier_usage, self._usage.info())
+        self._say({"type": "chat/usage", "turnId": self.turn_id, "usage": info})
         if self.on_usage is not None:
             self.on_usage(self._usage.figures())
 
@@ -382,10 +390,16 @@ class TurnRunner:
             self.end_with(self.ending(state, message, error_type))
 
     def ending(
-        self, state: str, message: str = "", error_type: str = "backendError"
+        self,
+        state: str,
+        message: str = "",
+        error_type: str = "backendError",
+        *,
+        resumable: bool = False,
     ) -> dict[str, Any]:
         """The turn's ending action (complete, cancelled or error), not said yet; the text
-        gathered so far is said first, so the ending is the last of the turn's actions."""
+        gathered so far is said first, so the ending is the last of the turn's actions. An
+        error its backend can run the turn again from says `resumable: true`."""
         self._close_part()
         ending: dict[str, Any] = {"turnId": self.turn_id, "duration": self.duration()}
         if state == "complete":
@@ -398,6 +412,8 @@ class TurnRunner:
                 "kind": "error",
                 "error": {"errorType": error_type, "message": message or "The turn failed."},
             }
+            if resumable:
+                ending["part"]["resumable"] = True
         return ending
 
     def end_with(self, ending: dict[str, Any]) -> None:
