@@ -103,9 +103,12 @@ async def do_turn_cancelled(
     host: Host, caller: Caller, chat: LiveChat, action: dict[str, Any]
 ) -> None:
     """A client's chat/turnCancelled: a running turn's end committed before it is said (a
-    client's stop too), then stopped; one not running is said and nothing more."""
+    client's stop too), then stopped; one not running is said and nothing more. A resumed
+    turn's stop says the time it ran across both its runs, which its client cannot know."""
     runner = chat.runner
     running = runner is not None and runner.turn_id == action["turnId"] and not runner.ended
+    if running and runner is not None and runner.resumed:
+        action = {**action, "duration": runner.duration()}
     if running:
         await host.turns.commit_ending(chat, action)
         await audit_cancel(host, caller, chat, action["turnId"])
