@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.test_grants import cli
-from tests.e2e.test_sessions import ended, new_session, run_turn, turn
+from tests.e2e.test_sessions import ended, message, new_session, run_turn, turn
 from tests.support.agents import ACP_AGENT
 from tests.support.client import Client
 from tests.support.fake_openai import FakeOpenAi
@@ -288,3 +288,36 @@ async def test_another_member_may_not_resume_a_turn_in_a_session_not_theirs(
     assert last_turn(ana, chat)["state"] == "error"
     _, end = await resumed(ana, chat, turn_id)
     assert end["action"]["type"] == "chat/turnComplete"
+
+
+async def test_a_queued_message_waits_behind_a_resumable_failure_and_runs_after_the_resume(
+    server, connect, workdir
+):
+    client, _, chat = await opened(server, connect, workdir)
+    failed = await run_turn(client, chat, flaky())
+    turn_id = failed["action"]["turnId"]
+    queued = {
+        "type": "chat/pendingMessageSet",
+        "kind": "queued",
+        "id": "q1",
+        "message": message("after the resume"),
+    }
+    assert "rejectionReason" not in await client.dispatch_and_wait(chat, queued)
+    await client.settle()
+    held = client.tracked[chat][0]
+    assert [q["id"] for q in held["queuedMessages"]] == ["q1"]
+    assert held["turns"][-1]["id"] == turn_id and "activeTurn" not in held
+
+    taken = after(
+        client,
+        lambda e: (
+            e["channel"] == chat
+            and e["action"]["type"] == "chat/turnStarted"
+            and e["action"].get("queuedMessageId") == "q1"
+        ),
+    )
+    _, end = await resumed(client, chat, turn_id)
+    assert end["action"]["type"] == "chat/turnComplete"
+    started = await client.wait_action(taken, timeout=30)
+    await client.wait_action(ended(chat, started["action"]["turnId"]), timeout=30)
+    await client.assert_conforms(chat)

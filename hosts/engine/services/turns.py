@@ -9,6 +9,7 @@ from ...protocol.validation import text_message_problem, user_message_problem
 from ..host import Host
 from ..sessions import LiveChat
 from ..sessions.local_commands import command_of
+from ..sessions.pending import ends_resumable
 from .caller import Caller, session_of, user_message, with_sender
 from .terminals import must_be_sandboxed
 
@@ -167,7 +168,7 @@ def do_resume_turn(
         return "Cannot resume a read-only or archived chat."
     turns = state.get("turns") or []
     turn = turns[-1] if turns else None
-    if turn is None or turn.get("id") != action["turnId"] or not resumable(turn):
+    if turn is None or turn.get("id") != action["turnId"] or not ends_resumable(turn):
         return "The requested turn is not the latest resumable errored turn."
     agent = host.sessions.agents.get(chat.session.record.provider)
     if not getattr(agent, "resumes_turns", False):
@@ -176,15 +177,3 @@ def do_resume_turn(
     caller.say(host, chat.channel, action)
     host.turns.resume(chat, turn)
     return None
-
-
-def resumable(turn: dict[str, Any]) -> bool:
-    """Whether a turn stopped at an error its backend said it can run the turn again from."""
-    parts = turn.get("responseParts") or []
-    last = parts[-1] if parts else None
-    return (
-        turn.get("state") == "error"
-        and isinstance(last, dict)
-        and last.get("kind") == "error"
-        and last.get("resumable") is True
-    )
