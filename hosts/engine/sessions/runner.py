@@ -80,12 +80,15 @@ class TurnRunner:
         self._usage = TurnUsage.empty()
         #: What the turn's earlier run used (UsageInfo), for a turn run again (`continuing`).
         self._earlier_usage: dict[str, Any] | None = None
-        #: Run again by a chat/turnResume: its time is across both its runs.
+        #: Run again by a chat/turnResume: its time is across both its runs, the earlier
+        #: run's `earlier_ms` of it metered already.
         self.resumed = False
+        self.earlier_ms = 0
 
     def continuing(self, earlier_ms: int, usage: dict[str, Any] | None) -> None:
         """A resumed turn runs again: its duration and its usage go on from its earlier run."""
-        self.started_ms -= max(0, earlier_ms)
+        self.earlier_ms = max(0, earlier_ms)
+        self.started_ms -= self.earlier_ms
         self._earlier_usage = usage
         self.resumed = True
 
