@@ -5,6 +5,7 @@ fake_openai.py's `flaky`) and the small ACP agent, which resumes nothing."""
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import tempfile
 import uuid
@@ -321,3 +322,48 @@ async def test_a_queued_message_waits_behind_a_resumable_failure_and_runs_after_
     started = await client.wait_action(taken, timeout=30)
     await client.wait_action(ended(chat, started["action"]["turnId"]), timeout=30)
     await client.assert_conforms(chat)
+
+
+async def test_a_resumed_turns_changes_are_both_its_runs(server, connect, tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "a.txt").write_text("alpha\n")
+    subprocess.run(["git", "-C", str(repo), "init", "-q", "-b", "main"], check=True)
+    client, session, chat = await opened(server, connect, repo)
+    failed = await run_turn(client, chat, "flaky write c.txt fresh")
+    turn_id = failed["action"]["turnId"]
+    # Its second run writes c.txt (once asked), and fails on the call after the write.
+    ready = after(
+        client,
+        lambda e: (
+            e["channel"] == chat
+            and e["action"]["type"] == "chat/toolCallReady"
+            and e["action"]["turnId"] == turn_id
+        ),
+    )
+    finished = after(client, ended(chat, turn_id))
+    await client.dispatch_and_wait(chat, resume(turn_id))
+    asked = await client.wait_action(ready, timeout=30)
+    answer = {
+        "type": "chat/toolCallConfirmed",
+        "turnId": turn_id,
+        "toolCallId": asked["action"]["toolCallId"],
+        "approved": True,
+        "confirmed": "user-action",
+    }
+    assert "rejectionReason" not in await client.dispatch_and_wait(chat, answer)
+    again = await client.wait_action(finished, timeout=30)
+    assert again["action"]["type"] == "chat/error"
+    assert (repo / "c.txt").read_text() == "fresh"
+    # Its third run finds c.txt written: the turn's changes are still what its first found.
+    _, end = await resumed(client, chat, turn_id)
+    assert end["action"]["type"] == "chat/turnComplete"
+    changes = f"{session}/changeset/turn/{turn_id}"
+    await client.request("subscribe", {"channel": changes})
+
+    def files() -> list[str] | None:
+        state = client.tracked[changes][0]
+        names = [f["id"].rsplit("/", 1)[-1] for f in state["files"]]
+        return names if state["status"] == "ready" and names else None
+
+    assert await client.wait_for(files, timeout=20) == ["c.txt"]

@@ -234,7 +234,10 @@ class Turns(PendingMessages):
                 # Refused by a policy: said as the turn's error, and the agent never asked.
                 await self._end(chat, runner, "error", refusal)
                 return
-            await self.hooks.starting(chat, request.turn_id)
+            if not resume:
+                # A resumed turn's tree is the one its first run found: its changes are both
+                # runs'.
+                await self.hooks.starting(chat, request.turn_id)
             try:
                 agent_chat = local or await open_agent_chat(
                     chat,
