@@ -200,7 +200,7 @@ async def test_a_resume_keeps_the_tools_the_turn_ran_and_can_fail_resumably_agai
 
 
 async def test_a_stop_of_a_resumed_turn_says_the_time_across_both_runs(server, connect, workdir):
-    client, _, chat = await opened(server, connect, workdir)
+    client, session, chat = await opened(server, connect, workdir)
     failed = await run_turn(client, chat, "flaky hold")
     turn_id = failed["action"]["turnId"]
     streaming = after(
@@ -214,6 +214,9 @@ async def test_a_stop_of_a_resumed_turn_says_the_time_across_both_runs(server, c
     )
     await client.dispatch_and_wait(chat, resume(turn_id))
     await client.wait_action(streaming, timeout=30)
+    # Running again in the session's catalogue too.
+    [row] = client.tracked[session][0]["chats"]
+    assert row["status"] & 0b11111 == 8  # InProgress
     echo = await client.dispatch_and_wait(
         chat, {"type": "chat/turnCancelled", "turnId": turn_id, "duration": 0}
     )

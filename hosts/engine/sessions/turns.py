@@ -133,6 +133,7 @@ class Turns(PendingMessages):
         runner.sender = sender_of(turn)
         text = str((turn.get("message") or {}).get("text", ""))
         active = {**chat.state().get("activeTurn", turn), "state": "running"}
+        self._sessions.chat_row_moved(chat)  # in progress again, in the session's catalogue
         self._launch(chat, runner, active, turn_request(turn_id, text, turn), resume=True)
 
     def _launch(
