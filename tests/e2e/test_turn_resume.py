@@ -255,6 +255,14 @@ async def test_a_resume_is_refused_in_the_reference_hosts_words_in_its_order(
     archive = {"type": "session/isArchivedChanged", "isArchived": False}
     assert "rejectionReason" not in await client.dispatch_and_wait(session, archive)
     await refused(client, chat, "no-such-turn", NOT_LATEST)
+    # A chat archived on its own is read-only too.
+    other = f"ahp-chat:/{uuid.uuid4()}"
+    await client.request("createChat", {"channel": session, "chat": other})
+    await client.request("subscribe", {"channel": other})
+    elsewhere = (await run_turn(client, other, flaky()))["action"]["turnId"]
+    archive = {"type": "chat/isArchivedChanged", "isArchived": True}
+    assert "rejectionReason" not in await client.dispatch_and_wait(other, archive)
+    await refused(client, other, elsewhere, ARCHIVED)
     # The shape is checked before anything else of it.
     echo = await client.dispatch_and_wait(chat, {"type": "chat/turnResume"})
     assert "turnId" in echo["rejectionReason"]
