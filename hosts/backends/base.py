@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from .managed_settings import ManagedSettings
 from .sandbox import Jail
@@ -323,6 +323,9 @@ class TurnEnd:
 
     state: Literal["complete", "cancelled", "error"]
     message: str = ""
+    #: An error the backend can run the turn again from (its `resume_turn`): the error part
+    #: says `resumable: true`, and a client may send chat/turnResume.
+    resumable: bool = False
 
 
 class TurnEvents(Protocol):
@@ -430,6 +433,15 @@ class AgentChat(Protocol):
         """Let the conversation go (the process, the connection)."""
 
 
+@runtime_checkable
+class ResumableChat(AgentChat, Protocol):
+    """A conversation that can run a turn it ended resumable again (Agent.resumes_turns)."""
+
+    async def resume_turn(self, request: TurnRequest, events: TurnEvents) -> TurnEnd:
+        """Run the turn `request` names again from where its resumable error left it, its
+        message not sent again. One it holds no such turn for ends in a resumable error."""
+
+
 class Agent(Protocol):
     """One configured backend: what root state announces, and how its chats are opened."""
 
@@ -443,6 +455,8 @@ class Agent(Protocol):
     #: ChatContext.mcp_servers (ACP), rather than the host connecting to them for it
     #: (ChatContext.mcp, the openai loop).
     starts_mcp_servers: bool
+    #: Whether its chats are ResumableChat: a turn they end resumable can be run again.
+    resumes_turns: bool
 
     def info(self) -> dict[str, Any]:
         """The AgentInfo root state lists: provider, displayName, description, models."""

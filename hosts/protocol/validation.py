@@ -567,6 +567,7 @@ ACTION_SHAPES: dict[str, ShapeCheck] = {
     "chat/isReadChanged": _field("isRead", bool, _BOOLEAN),
     "chat/isArchivedChanged": _field("isArchived", bool, _BOOLEAN),
     "chat/truncated": _field("turnId", str, "must be a string", optional=True),
+    "chat/turnResume": _field("turnId", str, "must be a string"),
     "terminal/input": _field("data", str, "must be a string"),
     "terminal/resized": _terminal_resized,
     "terminal/claimed": _terminal_claimed,

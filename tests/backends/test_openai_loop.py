@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -269,6 +270,36 @@ async def test_a_failing_endpoint_ends_the_turn_in_an_error_naming_it(
 
     assert end.state == "error"
     assert fake.url in end.message and "500" in end.message
+
+
+async def test_a_failed_model_call_is_resumable_and_a_resume_asks_the_same_conversation(
+    open_chat: OpenChat, fake: FakeOpenAi
+) -> None:
+    chat = await open_chat()
+    marker = f"flaky {uuid.uuid4().hex}"
+
+    failed = await chat.run_turn(TurnRequest("t1", marker), RecordingEvents())
+    asked = len(fake.requests)
+    end = await chat.resume_turn(TurnRequest("t1", marker), RecordingEvents())
+
+    assert (failed.state, failed.resumable) == ("error", True)
+    assert end.state == "complete"
+    assert fake.requests[asked - 1]["messages"] == fake.requests[asked]["messages"]
+    users = [m for m in fake.requests[-1]["messages"] if m["role"] == "user"]
+    assert [m["content"] for m in users] == [marker]
+
+
+async def test_a_resume_of_a_turn_the_conversation_does_not_hold_ends_resumable_unasked(
+    open_chat: OpenChat, fake: FakeOpenAi
+) -> None:
+    chat = await open_chat()
+    await chat.run_turn(TurnRequest("t1", "hello"), RecordingEvents())
+    asked = len(fake.requests)
+
+    end = await chat.resume_turn(TurnRequest("t1", "hello"), RecordingEvents())
+
+    assert (end.state, end.resumable) == ("error", True)
+    assert len(fake.requests) == asked
 
 
 async def test_an_unreachable_endpoint_ends_the_turn_in_an_error_naming_it(

@@ -8,6 +8,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from hosts.backends.base import Context, Cost, TurnRequest
+from hosts.engine.clock import now_ms
 from hosts.engine.meter import Admission, Use, Work
 from hosts.engine.sessions.metered import Metering
 from hosts.engine.sessions.runner import TurnRunner
@@ -160,3 +161,21 @@ async def test_per_report_a_report_of_the_context_alone_is_no_record():
     turn.usage(input_tokens=6, output_tokens=2, model=None)
     await metering.settle(live, turn)
     assert [(r.input_tokens, r.cost_usd) for r in meter.records] == [(0, 0.5), (6, 0.0)]
+
+
+async def test_a_resumed_turn_meters_only_its_new_run_and_says_both_runs_usage():
+    meter, metering, live, sink = Meter(per_report=False), Metering(), chat(), Sink()
+    metering.meter = meter
+    turn = TurnRunner(sink, "t1", now_ms(), 0)
+    cost = {"amount": 0.25, "currency": "USD"}
+    earlier = {"inputTokens": 40, "outputTokens": 4, "model": "m", "_meta": {"ahpd.cost": cost}}
+    turn.continuing(60_000, earlier)
+    await metering.admit(live, turn, TurnRequest("t1", "hi"))
+    turn.usage(input_tokens=10, output_tokens=1, model="m", cost=Cost(0.5))
+    await metering.settle(live, turn)
+    [record] = meter.records
+    assert (record.input_tokens, record.output_tokens, record.cost_usd) == (10, 1, 0.5)
+    assert record.duration_ms < 60_000 <= turn.duration()
+    said = sink.said[-1]["usage"]
+    assert (said["inputTokens"], said["outputTokens"]) == (50, 5)
+    assert said["_meta"]["ahpd.cost"] == {"amount": 0.75, "currency": "USD"}

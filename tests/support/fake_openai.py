@@ -11,6 +11,9 @@ ollama, vLLM and OpenAI do, with the answer picked by the conversation's last me
   `call <function> <json arguments>` -> a call of that function (an MCP server's tool, say);
 * `tools?` -> the names of the functions the request offered, comma-separated;
 * `slow` -> a word every 50 ms for about 10 s; `fail` -> HTTP 500;
+* `flaky [<message>]` -> HTTP 500 the first time each conversation is asked, and then what
+  `<message>` is answered (`echo: flaky` without one): every model call of the turn fails once,
+  the call after a tool's answer too, and a resume asks it again;
 * anything else -> `echo: <text>` word by word, after a `reasoning_content` delta.
 
 While the person's last message starts `costly`, each answer's usage also says what the call
@@ -36,6 +39,8 @@ class FakeOpenAi:
 
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
+        #: The conversations a `flaky` message failed once already.
+        self.flaked: set[str] = set()
         self._closing = threading.Event()
         fake = self
 
@@ -88,6 +93,12 @@ class _Handler(BaseHTTPRequestHandler):
         if last.get("role") == "user" and text.strip() == "fail":
             self._json(500, {"error": {"message": "the fake model failed", "type": "server"}})
             return
+        if _flakes(self.server_fake, messages):
+            self._json(500, {"error": {"message": "the fake model failed once", "type": "server"}})
+            return
+        flaky = text.strip().partition(" ")
+        if last.get("role") == "user" and flaky[0] == "flaky" and flaky[2]:
+            text = flaky[2]
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
@@ -190,6 +201,22 @@ def _script(role: str, text: str, fake: FakeOpenAi) -> Iterator[Step]:
     else:
         yield {"role": "assistant", "content": "", "reasoning_content": f"Echoing {text!r}."}, None
         yield from _words(f"echo: {text}")
+
+
+def _flakes(fake: FakeOpenAi, messages: list[dict[str, Any]]) -> bool:
+    """Whether a `flaky` conversation fails now: the first time it is asked."""
+    asked = [_text(m.get("content")) for m in messages if m.get("role") == "user"]
+    if not asked or asked[-1].strip().partition(" ")[0] != "flaky":
+        return False
+    conversation = json.dumps(messages, sort_keys=True)
+    with _flaking:
+        if conversation in fake.flaked:
+            return False
+        fake.flaked.add(conversation)
+        return True
+
+
+_flaking = threading.Lock()
 
 
 def _words(text: str) -> Iterator[Step]:

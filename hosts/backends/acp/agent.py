@@ -19,6 +19,8 @@ class AcpAgent:
     holds_process = True
     #: The agent starts the session's MCP servers itself, handed them in session/new.
     starts_mcp_servers = True
+    #: An ACP agent runs no turn again: its errors carry no resumable (seed 000).
+    resumes_turns = False
 
     def __init__(self, config: AgentConfig, data_dir: Path) -> None:
         self.config = config

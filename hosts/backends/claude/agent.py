@@ -32,6 +32,8 @@ class ClaudeAgent:
     holds_process = True
     #: The CLI starts the session's MCP servers itself, handed them in its options.
     starts_mcp_servers = True
+    #: Not yet: a resume would cut the CLI's conversation back with resumeSessionAt.
+    resumes_turns = False
 
     def __init__(self, config: AgentConfig, data_dir: Path) -> None:
         self.config = config

@@ -17,6 +17,8 @@ class OpenAiAgent:
     holds_process = False
     #: The host connects to the session's MCP servers for its loop (ChatContext.mcp).
     starts_mcp_servers = False
+    #: A failed model call leaves the conversation where it was: asked again on a resume.
+    resumes_turns = True
 
     def __init__(self, config: AgentConfig) -> None:
         self.config = config

@@ -71,6 +71,10 @@ class OpenAiChat:
                 self._messages.append({"role": "assistant", "content": earlier["assistant"]})
         self._task: asyncio.Task[TurnEnd] | None = None
         self._steering: list[str] = []
+        #: The turn whose model call failed, and how long the conversation was when it was
+        #: asked: a resume asks the model again from there (the message and the tools it ran
+        #: kept, a cut-off answer taken back out). Any other turn forgets it.
+        self._resumable: tuple[str, int] | None = None
 
     def _system_prompt(self) -> str:
         roots = self._sandbox.fence.roots
@@ -93,9 +97,28 @@ class OpenAiChat:
 
     async def run_turn(self, request: TurnRequest, events: TurnEvents) -> TurnEnd:
         """Run the turn in a task of its own, so `cancel` can stop it wherever it waits."""
+        return await self._in_task(request, events, resume=False)
+
+    async def resume_turn(self, request: TurnRequest, events: TurnEvents) -> TurnEnd:
+        """Ask the model again for the turn whose model call failed, from the conversation as
+        that call left it; a turn this chat holds no such failure for ends resumable again."""
+        if self._resumable is None or self._resumable[0] != request.turn_id:
+            if self._task is not None and not self._task.done():
+                return TurnEnd("error", "A turn is already running in this chat.")
+            return TurnEnd(
+                "error", "This conversation holds no failed model call to ask again.", True
+            )
+        return await self._in_task(request, events, resume=True)
+
+    async def _in_task(self, request: TurnRequest, events: TurnEvents, *, resume: bool) -> TurnEnd:
         if self._task is not None and not self._task.done():
             return TurnEnd("error", "A turn is already running in this chat.")
-        task = asyncio.create_task(self._turn(request, events), name=f"turn {request.turn_id}")
+        if resume and self._resumable is not None:
+            del self._messages[self._resumable[1] :]
+        self._resumable = None
+        task = asyncio.create_task(
+            self._turn(request, events, resume=resume), name=f"turn {request.turn_id}"
+        )
         self._task = task
         try:
             return await task
@@ -150,11 +173,12 @@ class OpenAiChat:
         mode = self._context.config.get("permissionMode")
         return mode if mode in PERMISSION_MODES else "default"
 
-    async def _turn(self, request: TurnRequest, events: TurnEvents) -> TurnEnd:
+    async def _turn(self, request: TurnRequest, events: TurnEvents, *, resume: bool) -> TurnEnd:
         model = self._model(request)
         if not model:
             return TurnEnd("error", f"No model is configured for {self._config.display_name}.")
-        self._messages.append(user_message(request))
+        if not resume:
+            self._messages.append(user_message(request))
         usage = Usage()
         reply = Reply()
         client_tools = self._context.client_tools
@@ -193,9 +217,12 @@ class OpenAiChat:
             self._settle(reply, "The turn was cancelled before this tool call ran.")
             raise
         except openai.OpenAIError as err:
+            # The model call failed (the endpoint down, a 5xx, a timeout): the conversation is
+            # as it was when it was asked, which a resume asks again.
+            self._resumable = (request.turn_id, len(self._messages))
             self._settle(reply, "The turn failed before this tool call ran.")
             self._report(usage, model, events)
-            return TurnEnd("error", self._describe(err))
+            return TurnEnd("error", self._describe(err), resumable=True)
         except Exception as err:
             # A bug here must still end the turn (once) rather than leave it hanging.
             log.exception("openai turn %s of %s failed", request.turn_id, self._context.chat)

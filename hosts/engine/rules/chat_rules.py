@@ -13,7 +13,7 @@ from ..services.client_tools import (
     do_stream_client_tool_call,
 )
 from ..services.questions import do_change_input_answer, do_complete_input
-from ..services.turns import do_confirm_tool_call, do_turn_cancelled
+from ..services.turns import do_confirm_tool_call, do_resume_turn, do_turn_cancelled
 from .rule import ActionRule, Dispatch, flag_effect
 
 
@@ -52,10 +52,8 @@ def _truncated(d: Dispatch) -> str | None:
     return None
 
 
-def _resume_refused(d: Dispatch) -> str:
-    if d.chat.state().get("activeTurn"):
-        return "Cannot resume while a turn is active."
-    return "The session provider does not support turn resume."
+def _turn_resumed(d: Dispatch) -> str | None:
+    return do_resume_turn(d.host, d.caller, d.chat, d.action)
 
 
 class _Named(dict[str, Any]):
@@ -126,8 +124,7 @@ CHAT_RULES = (
         unknown_target="Only a known independently manageable non-default chat can be archived.",
     ),
     ActionRule("chat/truncated", grant="chat:truncate", effect=_truncated),
-    # Moments this host's backends never have, refused in words.
-    ActionRule("chat/turnResume", refusal=_resume_refused, not_yet=True),
+    ActionRule("chat/turnResume", grant="chat:send", effect=_turn_resumed),
     # A client's tools are the client's to run (sessions/client_tool_calls.py).
     ActionRule(
         "chat/toolCallComplete", grant="chat:tool", effect=_tool_call_complete, said_by_host=True

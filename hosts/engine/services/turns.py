@@ -9,6 +9,7 @@ from ...protocol.validation import text_message_problem, user_message_problem
 from ..host import Host
 from ..sessions import LiveChat
 from ..sessions.local_commands import command_of
+from ..sessions.pending import ends_resumable
 from .caller import Caller, session_of, user_message, with_sender
 from .terminals import must_be_sandboxed
 
@@ -103,9 +104,12 @@ async def do_turn_cancelled(
     host: Host, caller: Caller, chat: LiveChat, action: dict[str, Any]
 ) -> None:
     """A client's chat/turnCancelled: a running turn's end committed before it is said (a
-    client's stop too), then stopped; one not running is said and nothing more."""
+    client's stop too), then stopped; one not running is said and nothing more. A resumed
+    turn's stop says the time it ran across both its runs, which its client cannot know."""
     runner = chat.runner
     running = runner is not None and runner.turn_id == action["turnId"] and not runner.ended
+    if running and runner is not None and runner.resumed:
+        action = {**action, "duration": runner.duration()}
     if running:
         await host.turns.commit_ending(chat, action)
         await audit_cancel(host, caller, chat, action["turnId"])
@@ -148,3 +152,28 @@ def do_start_automation_turn(
     room_for_agent(host, chat.session.record.owner, chat.session.record.provider, chat)
     sent = with_sender({**message, "origin": {"kind": "automation"}}, caller.principal.ref)
     return host.turns.begin_message(chat, sent)
+
+
+def do_resume_turn(
+    host: Host, caller: Caller, chat: LiveChat, action: dict[str, Any]
+) -> str | None:
+    """A client's chat/turnResume: VS Code's host's conditions checked against the chat's held
+    state in its order, refused in its words; then said with its origin, and the turn run
+    again by its backend under its own id. Why it is refused, or None."""
+    caller.may_in(chat.session, "chat:send")
+    state = chat.state()
+    if state.get("activeTurn") is not None or chat.busy:
+        return "Cannot resume while a turn is active."
+    if chat.session.record.is_archived or chat.record.is_archived:
+        return "Cannot resume a read-only or archived chat."
+    turns = state.get("turns") or []
+    turn = turns[-1] if turns else None
+    if turn is None or turn.get("id") != action["turnId"] or not ends_resumable(turn):
+        return "The requested turn is not the latest resumable errored turn."
+    agent = host.sessions.agents.get(chat.session.record.provider)
+    if not getattr(agent, "resumes_turns", False):
+        return "The session provider does not support turn resume."
+    room_for_agent(host, chat.session.record.owner, chat.session.record.provider, chat)
+    caller.say(host, chat.channel, action)
+    host.turns.resume(chat, turn)
+    return None

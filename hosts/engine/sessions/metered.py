@@ -65,6 +65,9 @@ class Metering:
             return admission.refusal
         use = Use(work, chat.session.record.uri, chat.record.uri, runner.turn_id)
         held = self._held[id(runner)] = Held(replace(use, payers=admission.payers))
+        # A resumed turn's earlier run was metered with its own usage: this run's records
+        # carry this run's time.
+        held.written_ms = runner.earlier_ms
         runner.on_usage = lambda figures: self._reported(chat, runner, held, figures)
         return None
 

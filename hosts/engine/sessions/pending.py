@@ -55,10 +55,26 @@ class PendingMessages:
         if held:
             self._take(chat, "steering", held)
             return
-        queued = chat.state().get("queuedMessages") or []
+        state = chat.state()
+        queued = state.get("queuedMessages") or []
+        turns = state.get("turns") or []
+        if turns and ends_resumable(turns[-1]):
+            return  # nothing starts behind a failure a client can resume (chat/turnResume)
         if queued:
             self._take(chat, "queued", queued[0])
 
     def _take(self, chat: LiveChat, kind: str, head: dict[str, Any]) -> None:
         chat.say({"type": "chat/pendingMessageRemoved", "kind": kind, "id": head["id"]})
         self.begin_message(chat, head["message"], queued_id=head["id"])
+
+
+def ends_resumable(turn: dict[str, Any]) -> bool:
+    """Whether a turn stopped at an error its backend said it can run the turn again from."""
+    parts = turn.get("responseParts") or []
+    last = parts[-1] if parts else None
+    return (
+        turn.get("state") == "error"
+        and isinstance(last, dict)
+        and last.get("kind") == "error"
+        and last.get("resumable") is True
+    )

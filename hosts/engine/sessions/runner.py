@@ -27,7 +27,7 @@ from ..clock import now_ms
 from .call_sign_ins import CallSignIns, SignInSink
 from .client_tool_calls import TURN_ENDED, ClientCallSink, ClientToolCalls, failure
 from .questions import Questions, QuestionSink
-from .turn_usage import TurnUsage
+from .turn_usage import TurnUsage, continued
 
 log = logging.getLogger("ahpd.turns")
 
@@ -81,6 +81,19 @@ class TurnRunner:
         #: Called with each usage report's figures (sessions/metered.py writes them down).
         self.on_usage: Callable[[dict[str, Any]], None] | None = None
         self._usage = TurnUsage.empty()
+        #: What the turn's earlier run used (UsageInfo), for a turn run again (`continuing`).
+        self._earlier_usage: dict[str, Any] | None = None
+        #: Run again by a chat/turnResume: its time is across both its runs, the earlier
+        #: run's `earlier_ms` of it metered already.
+        self.resumed = False
+        self.earlier_ms = 0
+
+    def continuing(self, earlier_ms: int, usage: dict[str, Any] | None) -> None:
+        """A resumed turn runs again: its duration and its usage go on from its earlier run."""
+        self.earlier_ms = max(0, earlier_ms)
+        self.started_ms -= self.earlier_ms
+        self._earlier_usage = usage
+        self.resumed = True
 
     # -- saying actions -------------------------------------------------------------------
 
@@ -385,7 +398,8 @@ class TurnRunner:
         }
         if self.ended or not self._usage.add(figures, model, cost, context):
             return
-        self._say({"type": "chat/usage", "turnId": self.turn_id, "usage": self._usage.info()})
+        info = continued(self._earlier_usage, self._usage.info())
+        self._say({"type": "chat/usage", "turnId": self.turn_id, "usage": info})
         if self.on_usage is not None:
             self.on_usage(self._usage.figures())
 
@@ -397,10 +411,16 @@ class TurnRunner:
             self.end_with(self.ending(state, message, error_type))
 
     def ending(
-        self, state: str, message: str = "", error_type: str = "backendError"
+        self,
+        state: str,
+        message: str = "",
+        error_type: str = "backendError",
+        *,
+        resumable: bool = False,
     ) -> dict[str, Any]:
         """The turn's ending action (complete, cancelled or error), not said yet; the text
-        gathered so far is said first, so the ending is the last of the turn's actions."""
+        gathered so far is said first, so the ending is the last of the turn's actions. An
+        error its backend can run the turn again from says `resumable: true`."""
         self._close_part()
         ending: dict[str, Any] = {"turnId": self.turn_id, "duration": self.duration()}
         if state == "complete":
@@ -413,6 +433,8 @@ class TurnRunner:
                 "kind": "error",
                 "error": {"errorType": error_type, "message": message or "The turn failed."},
             }
+            if resumable:
+                ending["part"]["resumable"] = True
         return ending
 
     def end_with(self, ending: dict[str, Any]) -> None:

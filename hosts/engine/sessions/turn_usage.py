@@ -79,3 +79,28 @@ class TurnUsage:
             "cost_usd": self.cost.amount if usd and self.cost is not None else None,
             "cost_currency": self.cost.currency if self.cost is not None else None,
         }
+
+
+def continued(earlier: dict[str, Any] | None, now: dict[str, Any]) -> dict[str, Any]:
+    """A resumed turn's UsageInfo: its earlier run's tokens and cost added to this run's
+    (each run reports its own totals), the model and the context window this run's."""
+    if not earlier:
+        return now
+    usage = {**now}
+    for field in ("inputTokens", "outputTokens", "cacheReadTokens"):
+        if isinstance(earlier.get(field), int):
+            usage[field] = earlier[field] + int(now.get(field) or 0)
+    usage.setdefault("model", earlier.get("model"))
+    found = earlier.get("_meta")
+    before: dict[str, Any] = found if isinstance(found, dict) else {}
+    meta = {**before, **(now.get("_meta") or {})}
+    if isinstance(before.get("ahpd.cacheWriteTokens"), int):
+        added = int((now.get("_meta") or {}).get("ahpd.cacheWriteTokens") or 0)
+        meta["ahpd.cacheWriteTokens"] = before["ahpd.cacheWriteTokens"] + added
+    cost, cost_now = before.get("ahpd.cost"), (now.get("_meta") or {}).get("ahpd.cost")
+    if isinstance(cost, dict) and isinstance(cost_now, dict):
+        if cost.get("currency") == cost_now.get("currency"):
+            meta["ahpd.cost"] = {**cost_now, "amount": cost["amount"] + cost_now["amount"]}
+    if meta:
+        usage["_meta"] = meta
+    return {key: value for key, value in usage.items() if value is not None}

@@ -15,7 +15,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from ...backends.base import BackendError, TurnRequest
+from ...backends.base import BackendError, ResumableChat, TurnEnd, TurnRequest
 from ...protocol.reducers import reduce
 from ...protocol.shapes import Origin
 from ..clock import iso, now_ms
@@ -109,20 +109,12 @@ class Turns(PendingMessages):
             chat.replaced.append(chat.runner)
         runner = TurnRunner(chat, turn_id, started, self._window_ms)
         runner.sender = sender_of(action)
-        chat.runner = runner
-        self._running_agents.used(chat)
-        self.counts.start(session.record.provider, turn_id, chat.record.uri, runner.sender)
         text = str(action.get("message", {}).get("text", ""))
         title = None
         if not session.channel.state["title"] and not session.record.title and text.strip():
             # An untitled row is one nobody can find again: name it after its first message.
             # It is kept now and said once committed (the turn's task).
             title = session.record.title = " ".join(text.split())[:80]
-        self._sessions.touch(session)
-        self._sessions.update_active_count()
-        # Where the turn will stand: after every turn the chat holds, a stopped one still
-        # letting go of its backend included.
-        position = len(chat.state().get("turns", []))
         running: dict[str, Any] = {
             "id": turn_id,
             "startedAt": action.get("startedAt") or iso(started),
@@ -130,11 +122,45 @@ class Turns(PendingMessages):
             "responseParts": [],
             "state": "running",
         }
+        self._launch(chat, runner, running, turn_request(turn_id, text, action), title=title)
+
+    def resume(self, chat: LiveChat, turn: dict[str, Any]) -> None:
+        """Run again the turn a chat/turnResume (said already) reopened, under its own id, by
+        the backend's resume: its duration and its usage go on from its earlier run."""
+        turn_id = str(turn["id"])
+        runner = TurnRunner(chat, turn_id, now_ms(), self._window_ms)
+        runner.continuing(int(turn.get("duration") or 0), turn.get("usage"))
+        runner.sender = sender_of(turn)
+        text = str((turn.get("message") or {}).get("text", ""))
+        active = {**chat.state().get("activeTurn", turn), "state": "running"}
+        self._sessions.chat_row_moved(chat)  # in progress again, in the session's catalogue
+        self._launch(chat, runner, active, turn_request(turn_id, text, turn), resume=True)
+
+    def _launch(
+        self,
+        chat: LiveChat,
+        runner: TurnRunner,
+        running: dict[str, Any],
+        request: TurnRequest,
+        *,
+        title: str | None = None,
+        resume: bool = False,
+    ) -> None:
+        """The turn the chat holds as its running one, kept, and its task started."""
+        session = chat.session
+        chat.runner = runner
+        self._running_agents.used(chat)
+        self.counts.start(session.record.provider, runner.turn_id, chat.record.uri, runner.sender)
+        self._sessions.touch(session)
+        self._sessions.update_active_count()
+        # Where the turn will stand: after every turn the chat holds, a stopped one still
+        # letting go of its backend included.
+        position = len(chat.state().get("turns", []))
         self._sessions.save_turn(chat.record.uri, position, running)
         runner.on_said = lambda: self._keep_running(chat, runner, position)
         previous = chat.task
         chat.task = asyncio.get_running_loop().create_task(
-            self._run(chat, runner, turn_request(turn_id, text, action), previous, title)
+            self._run(chat, runner, request, previous, title, resume=resume)
         )
 
     def _keep_running(self, chat: LiveChat, runner: TurnRunner, position: int) -> None:
@@ -163,11 +189,19 @@ class Turns(PendingMessages):
             self._sessions.save_turn(chat.record.uri, len(turns) - 1, turns[-1])
             await self._sessions.writes.flush()
 
-    async def _end(self, chat: LiveChat, runner: TurnRunner, state: str, message: str = "") -> None:
+    async def _end(
+        self,
+        chat: LiveChat,
+        runner: TurnRunner,
+        state: str,
+        message: str = "",
+        *,
+        resumable: bool = False,
+    ) -> None:
         """The turn's one ending, committed before any client is told it."""
         if runner.ended:
             return
-        ending = runner.ending(state, message)
+        ending = runner.ending(state, message, resumable=resumable)
         if chat.runner is runner:
             await self.commit_ending(chat, ending)
         # Stopped meanwhile, the stop was said and is what the chat holds (written by _finish).
@@ -180,6 +214,8 @@ class Turns(PendingMessages):
         request: TurnRequest,
         previous: asyncio.Task[None] | None,
         title: str | None = None,
+        *,
+        resume: bool = False,
     ) -> None:
         completed = False
         # A ! command is this host's own: run at once, whatever else runs, by no agent.
@@ -199,7 +235,10 @@ class Turns(PendingMessages):
                 # Refused by a policy: said as the turn's error, and the agent never asked.
                 await self._end(chat, runner, "error", refusal)
                 return
-            await self.hooks.starting(chat, request.turn_id)
+            if not resume:
+                # A resumed turn's tree is the one its first run found: its changes are both
+                # runs'.
+                await self.hooks.starting(chat, request.turn_id)
             try:
                 agent_chat = local or await open_agent_chat(
                     chat,
@@ -221,10 +260,15 @@ class Turns(PendingMessages):
                 # Stopped while its agent was opened (a backend drops a cancel with no turn
                 # running): never asked. Nothing waits from here to the backend's own turn.
                 return
-            end = await agent_chat.run_turn(found, runner)
+            if not resume:
+                end = await agent_chat.run_turn(found, runner)
+            elif isinstance(agent_chat, ResumableChat):
+                end = await agent_chat.resume_turn(found, runner)
+            else:
+                end = TurnEnd("error", "The agent holds no turn to run again.", resumable=True)
             await self.metering.settle(chat, runner)
             completed = end.state == "complete" and not runner.ended
-            await self._end(chat, runner, end.state, end.message)
+            await self._end(chat, runner, end.state, end.message, resumable=end.resumable)
         except BackendError as exc:
             await self._end(chat, runner, "error", str(exc))
         except asyncio.CancelledError:
