@@ -40,19 +40,18 @@ from mcp import types
 from mcp.server.lowlevel import Server
 
 from hosts.backends.base import ClientTool, TurnEvents
-from hosts.backends.claude.client_tools_server import (
+from hosts.backends.served_client_tools import (
     SERVER_NAME,
     TOOL_USE_ID,
     call_result,
     tool_names,
 )
+from hosts.backends.served_client_tools import listed as listed_tool
 
 from .client_tools_bridge import StdioBridge
 from .client_tools_endpoint import Route, shared_endpoint
 
 log = logging.getLogger(__name__)
-
-_EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 
 
 def _error(text: str) -> types.CallToolResult:
@@ -171,18 +170,7 @@ class ClientToolsServed:
 
     async def _list(self, ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(
-            tools=[
-                types.Tool(
-                    name=name,
-                    title=tool.title,
-                    description=(
-                        f"{tool.description or tool.title or tool.name} "
-                        f"(run by the person's client {tool.client_id})"
-                    ),
-                    input_schema=dict(tool.input_schema) if tool.input_schema else _EMPTY_SCHEMA,
-                )
-                for name, tool in self.tools.items()
-            ]
+            tools=[listed_tool(name, tool) for name, tool in self.tools.items()]
         )
 
     def _call_id(self, name: str, meta: Mapping[str, Any]) -> str:

@@ -57,9 +57,10 @@ from hosts.backends.base import (
 )
 from hosts.backends.process import host_env
 
+from ..served_client_tools import SERVER_NAME
 from .background_tasks import BackgroundTasks
 from .cli_process import JailedCliTransport, bundled_cli
-from .client_tools_server import SERVER_NAME, ClientToolsServer
+from .client_tools_server import ClientToolsServer
 from .mcp_config import contributor, mcp_state, server_names, write_config
 from .permissions import Decision, decide, managed_settings_json
 from .project_memory import project_memory

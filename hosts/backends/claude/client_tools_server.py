@@ -18,62 +18,23 @@ the CLI again, resumed, before the next prompt.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
 from mcp import types
 from mcp.server.lowlevel import Server
 
 from hosts.backends.base import ClientTool, TurnEvents
-
-#: The in-process server's name, and so the prefix of every client tool the model sees.
-SERVER_NAME = "client"
-PREFIX = f"mcp__{SERVER_NAME}__"
-#: The key the CLI names a call's tool-use id under in an MCP request's `_meta`.
-TOOL_USE_ID = "claudecode/toolUseId"
-#: What an MCP tool's name may hold, and how long the whole `mcp__client__...` may be (the
-#: Messages API's limit on a tool's name).
-_UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
-MAX_NAME = 64 - len(PREFIX)
-_EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
-
-
-def tool_names(tools: Iterable[ClientTool]) -> dict[str, ClientTool]:
-    """Each tool by the name the server lists it under: `<clientId>__<name>` made safe, so two
-    clients' same-named tools do not clash (a clash after the cut gets a short hash)."""
-    by_name: dict[str, ClientTool] = {}
-    for tool in tools:
-        name = _UNSAFE.sub("_", f"{tool.client_id}__{tool.name}")[:MAX_NAME]
-        if name in by_name and by_name[name] != tool:
-            digest = hashlib.sha256(f"{tool.client_id}\0{tool.name}".encode()).hexdigest()[:8]
-            name = f"{name[: MAX_NAME - 9]}_{digest}"
-        by_name.setdefault(name, tool)
-    return by_name
-
-
-def call_result(result: Mapping[str, Any]) -> types.CallToolResult:
-    """A client's ToolCallResult as the MCP result the CLI writes for the model."""
-    texts = [
-        str(block.get("text"))
-        for block in result.get("content") or []
-        if isinstance(block, Mapping) and block.get("type") == "text" and block.get("text")
-    ]
-    message = result.get("pastTenseMessage")
-    if isinstance(message, Mapping):
-        message = message.get("markdown")
-    body = "\n".join(texts) or str(message or "")
-    if result.get("success"):
-        return _text(body or "The tool ran and returned nothing.")
-    error = result.get("error")
-    reason = error.get("message") if isinstance(error, Mapping) else None
-    return _text(str(reason or body or "the tool failed"), error=True)
-
-
-def _text(text: str, *, error: bool = False) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=error)
+from hosts.backends.served_client_tools import (
+    PREFIX,
+    SERVER_NAME,
+    TOOL_USE_ID,
+    call_result,
+    text_result,
+    tool_names,
+)
+from hosts.backends.served_client_tools import listed as listed_tool
 
 
 class ClientToolsServer:
@@ -120,18 +81,7 @@ class ClientToolsServer:
     async def _list(self, ctx: Any, params: Any) -> types.ListToolsResult:
         self.listed = True
         return types.ListToolsResult(
-            tools=[
-                types.Tool(
-                    name=name,
-                    title=tool.title,
-                    description=(
-                        f"{tool.description or tool.title or tool.name} "
-                        f"(run by the person's client {tool.client_id})"
-                    ),
-                    input_schema=dict(tool.input_schema) if tool.input_schema else _EMPTY_SCHEMA,
-                )
-                for name, tool in self.tools.items()
-            ]
+            tools=[listed_tool(name, tool) for name, tool in self.tools.items()]
         )
 
     async def _call(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
@@ -140,12 +90,16 @@ class ClientToolsServer:
         tool = self.tools.get(params.name)
         events = self.events
         if tool is None:
-            return _text(f"No client provides the tool {params.name}.", error=True)
+            return text_result(f"No client provides the tool {params.name}.", error=True)
         if not isinstance(call_id, str) or not call_id:
             # A client's answer is keyed by the call: with no id there is nothing to key it by.
-            return _text(f"Tool {tool.name} could not be run: the call has no id.", error=True)
+            return text_result(
+                f"Tool {tool.name} could not be run: the call has no id.", error=True
+            )
         if events is None:
-            return _text(f"Tool {tool.name} could not be run: no turn is running.", error=True)
+            return text_result(
+                f"Tool {tool.name} could not be run: no turn is running.", error=True
+            )
         arguments = json.dumps(params.arguments or {}, ensure_ascii=False)
         result = await events.run_client_tool(
             call_id, tool, title=tool.title or tool.name, tool_input=arguments

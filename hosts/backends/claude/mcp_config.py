@@ -22,7 +22,7 @@ from typing import Any
 
 from hosts.backends.base import McpServerSpec
 
-from .client_tools_server import SERVER_NAME
+from ..served_client_tools import SERVER_NAME
 
 _UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
 

@@ -16,11 +16,11 @@ from typing import Any
 from openai.types.chat import ChatCompletionFunctionToolParam
 
 from hosts.backends.base import ClientTool, TurnEvents
+from hosts.backends.served_client_tools import EMPTY_SCHEMA, result_words
 
 #: What a function name may hold, and how long it may be (the Chat Completions API's limits).
 _UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
 MAX_NAME = 64
-_EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 
 
 def function_name(tool: ClientTool, taken: set[str]) -> str:
@@ -50,7 +50,7 @@ def offered(tools: Iterable[ClientTool], taken: Iterable[str] = ()) -> dict[str,
 def param(name: str, tool: ClientTool) -> ChatCompletionFunctionToolParam:
     """The client tool as the Chat Completions request lists it."""
     description = tool.description or tool.title or tool.name
-    schema = dict(tool.input_schema) if tool.input_schema else _EMPTY_SCHEMA
+    schema = dict(tool.input_schema) if tool.input_schema else EMPTY_SCHEMA
     return {
         "type": "function",
         "function": {
@@ -62,22 +62,9 @@ def param(name: str, tool: ClientTool) -> ChatCompletionFunctionToolParam:
 
 
 def result_text(result: Mapping[str, Any]) -> str:
-    """A client's ToolCallResult as the model is told it: its text content, else its message;
-    a failure as an error."""
-    texts = [
-        str(block.get("text"))
-        for block in result.get("content") or []
-        if isinstance(block, dict) and block.get("type") == "text" and block.get("text")
-    ]
-    message = result.get("pastTenseMessage")
-    if isinstance(message, dict):
-        message = message.get("markdown")
-    body = "\n".join(texts) or str(message or "")
-    if result.get("success"):
-        return body or "The tool ran and returned nothing."
-    error = result.get("error") or {}
-    reason = error.get("message") if isinstance(error, dict) else None
-    return f"Error: {reason or body or 'the tool failed'}"
+    """A client's ToolCallResult as the model is told it; a failure as an error."""
+    success, words = result_words(result)
+    return words if success else f"Error: {words}"
 
 
 async def run_client_tool(
