@@ -8,11 +8,13 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
-
-from mcp import types
+from typing import TYPE_CHECKING, Any
 
 from hosts.backends.base import ClientTool
+
+if TYPE_CHECKING:
+    # The MCP SDK is a second's import: read by the backends that serve an MCP server.
+    from mcp import types
 
 #: The in-process server's name, and so the prefix of every client tool the model sees.
 SERVER_NAME = "client"
@@ -68,11 +70,15 @@ def call_result(result: Mapping[str, Any]) -> types.CallToolResult:
 
 
 def text_result(text: str, *, error: bool = False) -> types.CallToolResult:
+    from mcp import types
+
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=error)
 
 
 def listed(name: str, tool: ClientTool) -> types.Tool:
     """The tool as a served MCP server lists it, under `name`."""
+    from mcp import types
+
     return types.Tool(
         name=name,
         title=tool.title,

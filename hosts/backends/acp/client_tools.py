@@ -33,11 +33,10 @@ import json
 import logging
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 from acp.schema import EnvVariable, HttpMcpServer, McpServerStdio
-from mcp import types
-from mcp.server.lowlevel import Server
 
 from hosts.backends.base import ClientTool, TurnEvents
 from hosts.backends.served_client_tools import (
@@ -48,13 +47,20 @@ from hosts.backends.served_client_tools import (
 )
 from hosts.backends.served_client_tools import listed as listed_tool
 
-from .client_tools_bridge import StdioBridge
-from .client_tools_endpoint import Route, shared_endpoint
+if TYPE_CHECKING:
+    # The MCP SDK (and uvicorn) are a second's import, read once a chat's clients offer a tool.
+    from mcp import types
+    from mcp.server.lowlevel import Server
+
+    from .client_tools_bridge import StdioBridge
+    from .client_tools_endpoint import Route
 
 log = logging.getLogger(__name__)
 
 
 def _error(text: str) -> types.CallToolResult:
+    from mcp import types
+
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
 
 
@@ -86,7 +92,13 @@ class ClientToolsServed:
         self._unclaimed: dict[str, list[str]] = {}
         #: Calls that named no id and found no row, under an id the host made, oldest first.
         self._made: dict[str, list[str]] = {}
-        self.server: Server[Any] = Server(
+
+    @cached_property
+    def server(self) -> Server[Any]:
+        """The chat's `client` MCP server, made once something serves it."""
+        from mcp.server.lowlevel import Server
+
+        return Server(
             SERVER_NAME, version="1.0.0", on_list_tools=self._list, on_call_tool=self._call
         )
 
@@ -102,6 +114,8 @@ class ClientToolsServed:
         reach (the sandbox is made before the agent says whether it takes HTTP); what the
         sandbox must hold for it."""
         if self._bridge is None and self._now():
+            from .client_tools_bridge import StdioBridge
+
             bridge = StdioBridge(self.server)
             await bridge.open()
             self._bridge = bridge
@@ -116,6 +130,8 @@ class ClientToolsServed:
             return []
         if over_http:
             if self._route is None:
+                from .client_tools_endpoint import shared_endpoint
+
                 self._route = await (await shared_endpoint()).route(self.server)
             return [HttpMcpServer(type="http", name=SERVER_NAME, url=self._route.url, headers=[])]
         if self._bridge is None:
@@ -169,6 +185,8 @@ class ClientToolsServed:
         return None
 
     async def _list(self, ctx: Any, params: Any) -> types.ListToolsResult:
+        from mcp import types
+
         return types.ListToolsResult(
             tools=[listed_tool(name, tool) for name, tool in self.tools.items()]
         )

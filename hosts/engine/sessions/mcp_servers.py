@@ -19,16 +19,19 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Coroutine, Iterable, Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import quote, urlsplit, urlunsplit
 
 from ...backends.base import Agent, McpServerSpec
-from ...backends.mcp import SessionMcpServers
 from ...backends.sandbox import Sandbox
 from ..ports import McpServerDirectory
 from .customizations import SessionCustomizations
 from .jails import session_jail
 from .records import SessionRecord, file_path
+
+if TYPE_CHECKING:
+    # The MCP SDK is a second's import: read only once a session needs its servers run.
+    from ...backends.mcp import SessionMcpServers
 
 log = logging.getLogger("ahpd.mcp")
 
@@ -151,6 +154,8 @@ class SessionMcp:
 
     def _connect(self) -> SessionMcpServers:
         if self._connections is None:
+            from ...backends.mcp import SessionMcpServers
+
             record = self.session.record
             folders = [file_path(uri) for uri in record.working_directories]
             tokens = self._tokens
