@@ -130,7 +130,7 @@ def test_an_unreachable_database(migrated):
 
 
 def test_an_unmigrated_database():
-    fresh = ServerProcess()
+    fresh = ServerProcess(from_template=False)
     try:
         assert_refused(fresh.env(), "not migrated", "manage.py migrate")
     finally:
