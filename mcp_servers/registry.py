@@ -122,8 +122,9 @@ def file_server(name: str) -> McpServerSpec | None:
 
 
 def hidden(values: Mapping[str, str]) -> dict[str, str]:
-    """Secrets by key: each one set shown as `<set>`, an empty one as it is."""
-    return {key: SET if value else value for key, value in values.items()}
+    """Secrets by key, in key order (PostgreSQL's jsonb keeps no order of its own): each one
+    set shown as `<set>`, an empty one as it is."""
+    return {key: SET if value else value for key, value in sorted(values.items())}
 
 
 def server_json(row: McpServer) -> dict[str, Any]:

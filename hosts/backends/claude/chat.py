@@ -36,7 +36,6 @@ from claude_agent_sdk import (
     ClaudeSDKClient,
     ConversationResetMessage,
     ResultMessage,
-    StreamEvent,
     SystemMessage,
     TaskNotificationMessage,
     TaskUpdatedMessage,
@@ -504,10 +503,13 @@ class ClaudeChat:
                 if task in self._background.ended and task not in told:
                     owed.add(task)
             elif (
-                isinstance(message, StreamEvent)
-                and message.parent_tool_use_id is None
-                and message.event.get("type") == "message_start"
+                isinstance(message, SystemMessage)
+                and message.subtype == "status"
+                and message.data.get("status") == "requesting"
             ):
+                # The model is asked from here on with the word of what ended before: a model
+                # call already under way when a task ended (its answer streaming after) was
+                # asked without it, and the CLI asks again of its own.
                 told |= owed
                 owed.clear()
             result = turn.apply(message)
