@@ -5,7 +5,6 @@ a local chat-completions server."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import tempfile
@@ -14,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.agents import local_agent, server_with_config
 from tests.support.client import Client, RpcError, drop_nulls
 from tests.support.fake_openai import FakeOpenAi
-from tests.support.server import ServerProcess
 
 ROOT = "ahp-root://"
 
@@ -36,22 +35,12 @@ def model():
 
 @pytest.fixture(scope="module")
 def server(model, workdir):
-    config = workdir.parent / f"agents-{uuid.uuid4().hex}.json"
-    agent = {"kind": "openai", "baseUrl": model.url, "model": "fake-coder", "apiKey": "none"}
-    config.write_text(
-        json.dumps(
-            {
-                "agents": [
-                    {**agent, "provider": "local", "displayName": "Local model"},
-                    {**agent, "provider": "other", "displayName": "Another model"},
-                ]
-            }
-        )
-    )
-    process = ServerProcess(env_extra={"AHPD_CONFIG": str(config)}).start()
-    yield process
-    process.close()
-    config.unlink()
+    agents = [
+        local_agent(model.url, display_name="Local model", model="fake-coder"),
+        local_agent(model.url, "other", "Another model", "fake-coder"),
+    ]
+    with server_with_config({"agents": agents}) as process:
+        yield process
 
 
 def turn(text: str) -> dict:

@@ -5,7 +5,6 @@ or completing it), what a result confirmation does, and a client that leaves mid
 
 from __future__ import annotations
 
-import json
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -17,6 +16,7 @@ import pytest
 from hosts.engine.sessions.client_tool_calls import CLIENT_LEFT, RESULT_DENIED
 from tests.e2e.test_questions import of_type, tool_messages
 from tests.e2e.test_sessions import ended, turn
+from tests.support.agents import local_agent, server_with_config
 from tests.support.client import Client
 from tests.support.fake_openai import FakeOpenAi
 from tests.support.server import ServerProcess
@@ -46,25 +46,11 @@ def model() -> Iterator[FakeOpenAi]:
 
 @pytest.fixture(scope="module")
 def server(model: FakeOpenAi, workdir: Path) -> Iterator[ServerProcess]:
-    config = workdir.parent / f"agents-{uuid.uuid4().hex}.json"
-    agent = {
-        "provider": "local",
-        "kind": "openai",
-        "displayName": "Local model",
-        "baseUrl": model.url,
-        "model": "fake-coder",
-        "apiKey": "none",
-    }
-    config.write_text(json.dumps({"agents": [agent]}))
-    process = ServerProcess(
-        env_extra={
-            "AHPD_CONFIG": str(config),
-            "AHPD_PRESENCE_GRACE_MS": str(PRESENCE_GRACE_MS),
-        }
-    ).start()
-    yield process
-    process.close()
-    config.unlink()
+    agents = [local_agent(model.url, display_name="Local model", model="fake-coder")]
+    with server_with_config(
+        {"agents": agents}, AHPD_PRESENCE_GRACE_MS=str(PRESENCE_GRACE_MS)
+    ) as process:
+        yield process
 
 
 async def two_providers(server: ServerProcess, connect: Any, workdir: Path) -> tuple:

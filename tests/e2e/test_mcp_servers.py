@@ -23,7 +23,7 @@ from hosts.backends.sandbox import probe
 from tests.backends.test_mcp_servers import http_server
 from tests.e2e.test_grants import cli
 from tests.e2e.test_sessions import ended, turn
-from tests.support.agents import ACP_AGENT
+from tests.support.agents import acp_agent, local_agent
 from tests.support.client import Client
 from tests.support.fake_openai import FakeOpenAi
 from tests.support.server import REPO, ServerProcess
@@ -54,24 +54,7 @@ def server(workdir: Path, web_url: str) -> Iterator[ServerProcess]:
         agents.write_text(
             json.dumps(
                 {
-                    "agents": [
-                        {
-                            "provider": "local",
-                            "kind": "openai",
-                            "displayName": "Local",
-                            "baseUrl": model.url,
-                            "model": "fake",
-                            "apiKey": "none",
-                        },
-                        {
-                            "provider": "fake",
-                            "kind": "acp",
-                            "displayName": "Fake ACP agent",
-                            "command": sys.executable,
-                            "args": [str(ACP_AGENT)],
-                            "promptTimeoutSeconds": 60,
-                        },
-                    ],
+                    "agents": [local_agent(model.url), acp_agent()],
                     "mcpServers": {
                         "calc": {
                             "type": "stdio",
@@ -105,13 +88,18 @@ def server(workdir: Path, web_url: str) -> Iterator[ServerProcess]:
             model.close()
 
 
-@pytest.fixture(scope="module")
-def tokens(server: ServerProcess) -> dict[str, str]:
+def member_tokens(server: ServerProcess, *people: str) -> dict[str, str]:
+    """Each person added as a member, by name, with a token of theirs."""
     made = {}
-    for person in ("olga", "max"):
+    for person in people:
         cli(server, "user", "add", person, "--role", "member")
         made[person] = str(cli(server, "user", "token", person)["token"])
     return made
+
+
+@pytest.fixture(scope="module")
+def tokens(server: ServerProcess) -> dict[str, str]:
+    return member_tokens(server, "olga", "max")
 
 
 async def signed_in(server: ServerProcess, connect: Any, token: str | None = None) -> Client:

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from tests.backends.test_mcp_servers import http_server
-from tests.e2e.test_grants import cli
-from tests.e2e.test_mcp_servers import ask, new_session, servers_of, signed_in
+from tests.e2e.test_mcp_servers import ask, member_tokens, new_session, servers_of, signed_in
 from tests.e2e.test_sessions import ended, turn
+from tests.support.agents import local_agent, server_with_config
 from tests.support.client import Client, RpcError
 from tests.support.fake_openai import FakeOpenAi
 from tests.support.server import ServerProcess
@@ -37,42 +37,20 @@ def guarded_url() -> Iterator[str]:
 @pytest.fixture(scope="module")
 def server(guarded_url: str) -> Iterator[ServerProcess]:
     model = FakeOpenAi()
-    with tempfile.TemporaryDirectory(prefix="ahpd-mcp-sign-in-") as folder:
-        config = Path(folder) / "agents.json"
-        config.write_text(
-            json.dumps(
-                {
-                    "agents": [
-                        {
-                            "provider": "local",
-                            "kind": "openai",
-                            "displayName": "Local",
-                            "baseUrl": model.url,
-                            "model": "fake",
-                            "apiKey": "none",
-                        }
-                    ],
-                    "mcpServers": {"guarded": {"type": "http", "url": guarded_url}},
-                }
-            )
-        )
-        process = ServerProcess()
-        process.env_extra = {"AHPD_CONFIG": str(config)}
-        process.start()
-        try:
+    config = {
+        "agents": [local_agent(model.url)],
+        "mcpServers": {"guarded": {"type": "http", "url": guarded_url}},
+    }
+    try:
+        with server_with_config(config) as process:
             yield process
-        finally:
-            process.close()
-            model.close()
+    finally:
+        model.close()
 
 
 @pytest.fixture(scope="module")
 def tokens(server: ServerProcess) -> dict[str, str]:
-    made = {}
-    for person in ("olga", "max"):
-        cli(server, "user", "add", person, "--role", "member")
-        made[person] = str(cli(server, "user", "token", person)["token"])
-    return made
+    return member_tokens(server, "olga", "max")
 
 
 @pytest.fixture(scope="module")

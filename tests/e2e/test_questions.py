@@ -5,9 +5,7 @@ session it is not)."""
 
 from __future__ import annotations
 
-import json
 import tempfile
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +13,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.test_sessions import ended, new_session, run_turn, turn
+from tests.support.agents import local_agent, server_with_config
 from tests.support.client import Client
 from tests.support.fake_openai import FakeOpenAi
 from tests.support.server import ServerProcess
@@ -45,20 +44,9 @@ def model() -> Iterator[FakeOpenAi]:
 
 @pytest.fixture(scope="module")
 def server(model: FakeOpenAi, workdir: Path) -> Iterator[ServerProcess]:
-    config = workdir.parent / f"agents-{uuid.uuid4().hex}.json"
-    agent = {
-        "provider": "local",
-        "kind": "openai",
-        "displayName": "Local model",
-        "baseUrl": model.url,
-        "model": "fake-coder",
-        "apiKey": "none",
-    }
-    config.write_text(json.dumps({"agents": [agent]}))
-    process = ServerProcess(env_extra={"AHPD_CONFIG": str(config)}).start()
-    yield process
-    process.close()
-    config.unlink()
+    agents = [local_agent(model.url, display_name="Local model", model="fake-coder")]
+    with server_with_config({"agents": agents}) as process:
+        yield process
 
 
 @pytest.fixture(scope="module")

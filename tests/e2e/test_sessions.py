@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.agents import local_agent, server_with_config
 from tests.support.client import Client, RpcError
 from tests.support.fake_openai import FakeOpenAi
-from tests.support.server import REPO, ServerProcess
+from tests.support.server import REPO
 
 ROOT = "ahp-root://"
 PRESENCE_GRACE_MS = 400
@@ -35,37 +36,14 @@ def model():
 
 @pytest.fixture(scope="module")
 def server(model, workdir):
-    config = workdir.parent / f"agents-{uuid.uuid4().hex}.json"
-    config.write_text(
-        json.dumps(
-            {
-                "agents": [
-                    {
-                        "provider": "local",
-                        "kind": "openai",
-                        "displayName": "Local model",
-                        "baseUrl": model.url,
-                        "model": "fake-coder",
-                        "apiKey": "none",
-                    },
-                    {
-                        "provider": "other",
-                        "kind": "openai",
-                        "displayName": "Another model",
-                        "baseUrl": model.url,
-                        "model": "fake-other",
-                        "apiKey": "none",
-                    },
-                ]
-            }
-        )
-    )
-    process = ServerProcess(
-        env_extra={"AHPD_CONFIG": str(config), "AHPD_PRESENCE_GRACE_MS": str(PRESENCE_GRACE_MS)}
-    ).start()
-    yield process
-    process.close()
-    config.unlink()
+    agents = [
+        local_agent(model.url, display_name="Local model", model="fake-coder"),
+        local_agent(model.url, "other", "Another model", "fake-other"),
+    ]
+    with server_with_config(
+        {"agents": agents}, AHPD_PRESENCE_GRACE_MS=str(PRESENCE_GRACE_MS)
+    ) as process:
+        yield process
 
 
 def message(text: str) -> dict:

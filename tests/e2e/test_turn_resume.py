@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import tempfile
 import uuid
 from collections.abc import Callable
@@ -17,10 +16,9 @@ import pytest
 
 from tests.e2e.test_grants import cli
 from tests.e2e.test_sessions import ended, message, new_session, run_turn, turn
-from tests.support.agents import ACP_AGENT
+from tests.support.agents import acp_agent, local_agent, server_with_config
 from tests.support.client import Client
 from tests.support.fake_openai import FakeOpenAi
-from tests.support.server import ServerProcess
 
 ACTIVE = "Cannot resume while a turn is active."
 ARCHIVED = "Cannot resume a read-only or archived chat."
@@ -42,35 +40,9 @@ def model():
 
 @pytest.fixture(scope="module")
 def server(model, workdir):
-    config = workdir.parent / f"resume-agents-{uuid.uuid4().hex}.json"
-    config.write_text(
-        json.dumps(
-            {
-                "agents": [
-                    {
-                        "provider": "local",
-                        "kind": "openai",
-                        "displayName": "Local model",
-                        "baseUrl": model.url,
-                        "model": "fake-coder",
-                        "apiKey": "none",
-                    },
-                    {
-                        "provider": "fake",
-                        "kind": "acp",
-                        "displayName": "Fake ACP agent",
-                        "command": sys.executable,
-                        "args": [str(ACP_AGENT)],
-                        "promptTimeoutSeconds": 60,
-                    },
-                ]
-            }
-        )
-    )
-    process = ServerProcess(env_extra={"AHPD_CONFIG": str(config)}).start()
-    yield process
-    process.close()
-    config.unlink()
+    agents = [local_agent(model.url, display_name="Local model", model="fake-coder"), acp_agent()]
+    with server_with_config({"agents": agents}) as process:
+        yield process
 
 
 @pytest.fixture(scope="module")

@@ -19,6 +19,7 @@ from urllib.parse import quote
 import pytest
 
 from tests.e2e.test_sessions import ended, turn
+from tests.support.agents import local_agent, server_with_config
 from tests.support.client import Client, RpcError
 from tests.support.fake_openai import COST_PER_CALL, FakeOpenAi
 from tests.support.rest import call
@@ -53,26 +54,13 @@ def model() -> Iterator[FakeOpenAi]:
 
 @pytest.fixture(scope="module")
 def server(model: FakeOpenAi) -> Iterator[ServerProcess]:
-    agent = {
-        "provider": "local",
-        "kind": "openai",
-        "displayName": "Local",
-        "baseUrl": model.url,
-        "model": "fake",
-        "apiKey": "none",
-        "prices": {"*": {"input": 1_000_000, "output": 1_000_000}},
-    }
-    with tempfile.TemporaryDirectory(prefix="ahpd-usage-") as folder:
-        config = Path(folder) / "agents.json"
-        config.write_text(json.dumps({"agents": [agent]}))
-        env = {
-            "AHPD_CONFIG": str(config),
-            "AHPD_POLICIES_CHECK": "true",
-            "AHPD_USAGE_TIMEZONE": "Europe/Berlin",
-        }
-        process = ServerProcess(env_extra=env).start()
+    prices = {"*": {"input": 1_000_000, "output": 1_000_000}}
+    with server_with_config(
+        {"agents": [local_agent(model.url, prices=prices)]},
+        AHPD_POLICIES_CHECK="true",
+        AHPD_USAGE_TIMEZONE="Europe/Berlin",
+    ) as process:
         yield process
-        process.close()
 
 
 @pytest.fixture(scope="module")
