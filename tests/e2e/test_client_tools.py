@@ -53,8 +53,11 @@ def server(model: FakeOpenAi, workdir: Path) -> Iterator[ServerProcess]:
         yield process
 
 
-async def two_providers(server: ServerProcess, connect: Any, workdir: Path) -> tuple:
-    """`a` made a session providing openFile; `b` joined it providing an openFile of its own."""
+async def two_providers(
+    server: ServerProcess, connect: Any, workdir: Path, provider: str = "local"
+) -> tuple:
+    """`a` made a session of `provider`'s providing openFile; `b` joined it providing an
+    openFile of its own."""
     a = await connect(server.url)
     await a.initialize()
     uri = f"ahp-session:/{uuid.uuid4()}"
@@ -62,7 +65,7 @@ async def two_providers(server: ServerProcess, connect: Any, workdir: Path) -> t
         "createSession",
         {
             "channel": uri,
-            "provider": "local",
+            "provider": provider,
             "workingDirectories": [workdir.as_uri()],
             "activeClient": {"clientId": a.client_id, "tools": [OPEN_FILE]},
         },

@@ -7,23 +7,20 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 import tempfile
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from hosts.engine.sessions.client_tool_calls import CLIENT_LEFT
-from tests.e2e.test_client_tools import OPEN_FILE, calls
+from tests.e2e.test_client_tools import calls, two_providers
 from tests.e2e.test_questions import of_type
 from tests.e2e.test_sessions import ended, turn
+from tests.support.agents import server_with_acp_agent
 from tests.support.client import Client
-from tests.support.server import REPO, ServerProcess
+from tests.support.server import ServerProcess
 
-AGENT = REPO / "tests" / "agents" / "fake_acp_agent.py"
 PRESENCE_GRACE_MS = 300
 
 
@@ -34,54 +31,9 @@ def workdir() -> Iterator[Path]:
 
 
 @pytest.fixture(scope="module")
-def server(workdir: Path) -> Iterator[ServerProcess]:
-    config = workdir.parent / f"acp-client-tools-{uuid.uuid4().hex}.json"
-    agent = {
-        "provider": "fake",
-        "kind": "acp",
-        "displayName": "Fake ACP agent",
-        "command": sys.executable,
-        "args": [str(AGENT)],
-        "promptTimeoutSeconds": 60,
-    }
-    config.write_text(json.dumps({"agents": [agent]}))
-    process = ServerProcess(
-        env_extra={
-            "AHPD_CONFIG": str(config),
-            "AHPD_PRESENCE_GRACE_MS": str(PRESENCE_GRACE_MS),
-        }
-    ).start()
-    yield process
-    process.close()
-    config.unlink()
-
-
-async def two_providers(server: ServerProcess, connect: Any, workdir: Path) -> tuple:
-    """`a` made an ACP session providing openFile; `b` joined it providing one of its own."""
-    a = await connect(server.url)
-    await a.initialize()
-    uri = f"ahp-session:/{uuid.uuid4()}"
-    await a.request(
-        "createSession",
-        {
-            "channel": uri,
-            "provider": "fake",
-            "workingDirectories": [workdir.as_uri()],
-            "activeClient": {"clientId": a.client_id, "tools": [OPEN_FILE]},
-        },
-    )
-    chat = (await a.request("subscribe", {"channel": uri}))["snapshot"]["state"]["defaultChat"]
-    await a.request("subscribe", {"channel": chat})
-    b = await connect(server.url)
-    await b.initialize()
-    await b.request("subscribe", {"channel": uri})
-    await b.request("subscribe", {"channel": chat})
-    joined = {
-        "type": "session/activeClientSet",
-        "activeClient": {"clientId": b.client_id, "displayName": "B", "tools": [OPEN_FILE]},
-    }
-    assert "rejectionReason" not in await b.dispatch_and_wait(uri, joined)
-    return a, b, uri, chat
+def server() -> Iterator[ServerProcess]:
+    with server_with_acp_agent(AHPD_PRESENCE_GRACE_MS=str(PRESENCE_GRACE_MS)) as process:
+        yield process
 
 
 def listed(client: Client) -> str:
@@ -97,7 +49,7 @@ def reply(client: Client, chat: str) -> str:
 async def test_the_owning_client_runs_the_agents_call_and_another_may_not_complete_it(
     server, connect, workdir
 ):
-    a, b, uri, chat = await two_providers(server, connect, workdir)
+    a, b, uri, chat = await two_providers(server, connect, workdir, provider="fake")
     start = turn(f'clienttool {listed(a)} {{"path": "notes.md"}}')
     await a.dispatch(chat, start)
     ready = await a.wait_action(
@@ -153,7 +105,7 @@ async def test_the_owning_client_runs_the_agents_call_and_another_may_not_comple
 async def test_a_client_that_leaves_mid_call_fails_it_and_the_agent_is_told(
     server, connect, workdir
 ):
-    a, b, uri, chat = await two_providers(server, connect, workdir)
+    a, b, uri, chat = await two_providers(server, connect, workdir, provider="fake")
     start = turn(f"clienttool {listed(a)} {{}}")
     await b.dispatch(chat, start)
     needed = await b.wait_action(of_type(uri, "session/inputNeededSet"), timeout=60)
