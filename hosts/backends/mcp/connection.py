@@ -174,17 +174,16 @@ class McpServerConnection:
             self._refused_status = None
             try:
                 result = await client.call_tool(tool, dict(arguments))
-            except MCPError as error:
+            except Exception as error:
+                # A 401 under whatever the SDK raised for it: the call waits for a sign-in.
                 if (needed := await self._signed_out()) is not None:
                     return McpCallOutcome(False, self._signed_out_words(), auth=needed)
+                if not isinstance(error, MCPError):
+                    log.warning("MCP server %s: call to %s failed: %s", self.spec.name, tool, error)
+                    return McpCallOutcome(False, self._hide(f"{self.spec.name}: {describe(error)}"))
                 if error.code == -32000:  # CONNECTION_CLOSED: the server went away
                     self._fail(f"The MCP server {self.spec.name} closed the connection.")
                 return McpCallOutcome(False, self._hide(f"{self.spec.name}: {error.error.message}"))
-            except Exception as error:
-                if (needed := await self._signed_out()) is not None:
-                    return McpCallOutcome(False, self._signed_out_words(), auth=needed)
-                log.warning("MCP server %s: call to %s failed: %s", self.spec.name, tool, error)
-                return McpCallOutcome(False, self._hide(f"{self.spec.name}: {describe(error)}"))
             finally:
                 self._events = None
         return McpCallOutcome(not result.is_error, result_text(result))
