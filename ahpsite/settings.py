@@ -99,6 +99,16 @@ AHPD_MAX_FRAME_BYTES = env_int("AHPD_MAX_FRAME_BYTES", 64 * 1024 * 1024, minimum
 AHPD_DELTA_WINDOW_MS = env_int("AHPD_DELTA_WINDOW_MS", 75, minimum=0, maximum=1000)
 #: The name the deployment's own token signs in as: root:<AHPD_HOST_NAME>.
 AHPD_HOST_NAME = env_str("AHPD_HOST_NAME", socket.gethostname() or "ahpd") or "ahpd"
+#: This process's name among the nodes of its host (every `serve` on the same database is
+#: one): the machine and its port by default, or its pid where the port is picked at start.
+AHPD_NODE_ID = env_str("AHPD_NODE_ID") or (
+    f"{socket.gethostname() or 'ahpd'}:{AHPD_PORT or os.getpid()}"
+)
+#: How long a node's claim lasts unless renewed (it is renewed every third of it): how soon a
+#: node killed, or a machine lost, is known to be gone.
+AHPD_NODE_LEASE_SECONDS = env_int("AHPD_NODE_LEASE_SECONDS", 15, minimum=3, maximum=3600)
+#: How many agents this node may run at once, which it tells the other nodes; 0 sets none.
+AHPD_NODE_AGENTS = env_int("AHPD_NODE_AGENTS", 0, minimum=0)
 #: How long a client that dropped stays in the sessions it was in (activeClients).
 AHPD_PRESENCE_GRACE_MS = env_int("AHPD_PRESENCE_GRACE_MS", 30000, minimum=0)
 #: How long an idle chat's agent process is kept before it is let go (the reference's

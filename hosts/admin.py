@@ -30,6 +30,7 @@ from .admin_dates import local_iso, local_ms
 from .admin_usage import spent, turns_usage
 from .api.people_views import ws_url
 from .models import (
+    Node,
     Project,
     Role,
     RootConfig,
@@ -425,3 +426,34 @@ class StoredTurnAdmin(ReadOnly, admin.ModelAdmin):
     @admin.display(description="turn")
     def turn(self, turn: StoredTurn) -> str:
         return format_html("<pre>{}</pre>", json.dumps(turn.data, indent=2, ensure_ascii=False))
+
+
+# -- nodes (read only: each serve claims, renews and lets go its own) --------------------------
+
+
+@admin.register(Node)
+class NodeAdmin(ReadOnly, admin.ModelAdmin):
+    """The host's nodes whose lease holds: a node gone (killed, its machine lost) is not
+    listed once its lease lapses, and one that stopped is gone at once."""
+
+    list_display = ("node_id", "address", "machine", "pid", "agents", "started_at", "lease_until")
+    fields = (
+        "node_id",
+        "address",
+        "machine",
+        "pid",
+        "folders",
+        "agents",
+        "version",
+        "started_at",
+        "renewed_at",
+        "lease_until",
+    )
+    readonly_fields = fields
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        return super().get_queryset(request).filter(lease_until__gte=timezone.now())
+
+    @admin.display(description="agents at most")
+    def agents(self, node: Node) -> str:
+        return str(node.agents_max) if node.agents_max else "no limit"

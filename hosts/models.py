@@ -177,3 +177,33 @@ class Token(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user}/{self.name} ({self.prefix}…)"
+
+
+class Node(models.Model):
+    """A `serve` process of this host, while its lease holds: every process started with the
+    same database is a node of one host. Its row is claimed at start under the node's id, kept
+    alive by renewing `lease_until`, and let go when it stops; a row whose lease has lapsed is
+    a node gone (killed, its machine lost), whoever reads it (nodes.py in hosts/store)."""
+
+    node_id = models.CharField(max_length=200, primary_key=True)
+    #: Which start of a process holds the row (made afresh at every start): a renewal or a
+    #: release names it, so a process that lost its row to another cannot take it back.
+    instance = models.CharField(max_length=64, editable=False)
+    #: Where clients reach it: the WebSocket base it tells them.
+    address = models.CharField(max_length=500, blank=True, default="")
+    machine = models.CharField(max_length=255, help_text="the machine (or container) it runs on")
+    pid = models.PositiveIntegerField()
+    #: The folders it serves (AHPD_PATHS): where its sessions may work.
+    folders = models.JSONField(default=list)
+    #: How many agents it may run at once (AHPD_NODE_AGENTS); 0 is no limit.
+    agents_max = models.PositiveIntegerField(default=0)
+    version = models.CharField(max_length=64, blank=True, default="")
+    started_at = models.DateTimeField()
+    renewed_at = models.DateTimeField()
+    lease_until = models.DateTimeField(db_index=True)
+
+    class Meta:
+        ordering = ["started_at", "node_id"]
+
+    def __str__(self) -> str:
+        return self.node_id

@@ -38,6 +38,26 @@ class TurnsFinishedSerializer(serializers.Serializer):
     error = serializers.IntegerField(help_text="turns ended in error (interrupted included)")
 
 
+class NodeSerializer(serializers.Serializer):
+    """A node of the host: a `serve` process on this database whose lease holds."""
+
+    id = serializers.CharField(help_text="its node id (AHPD_NODE_ID)")
+    address = serializers.CharField(help_text="where it listens, as another machine reaches it")
+    machine = serializers.CharField(help_text="the machine (or container) it runs on")
+    pid = serializers.IntegerField(help_text="its process id on that machine")
+    folders = serializers.ListField(
+        child=serializers.CharField(), help_text="the folders it serves (AHPD_PATHS)"
+    )
+    agentsMax = serializers.IntegerField(  # noqa: N815
+        help_text="how many agents it may run at once (AHPD_NODE_AGENTS); 0 sets no limit"
+    )
+    version = serializers.CharField(help_text="its server version")
+    startedAt = serializers.CharField(help_text="when it claimed its row")  # noqa: N815
+    leaseUntil = serializers.CharField(  # noqa: N815
+        help_text="when it is gone unless it renews its lease (every third of the lease)"
+    )
+
+
 class StatusSerializer(serializers.Serializer):
     """The host's status. Every field's name is kept as it is: scripts and `ahpd status` read
     them. Counters (connectionsOpened ... backendErrors) count from the engine's start."""
@@ -68,6 +88,7 @@ class StatusSerializer(serializers.Serializer):
         help_text="where people's processes run: bwrap (a sandbox each), or off (as the "
         "server's own user)",
     )
+    nodes = NodeSerializer(many=True, help_text="the host's nodes, first started first")
     principal = serializers.CharField(help_text="who this request is: user:<id> or root:<host>")
     grants = serializers.ListField(child=serializers.CharField(), help_text="what they hold")
 

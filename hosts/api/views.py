@@ -22,6 +22,8 @@ from ..engine.host import Host
 from ..models import Project, Role, StoredSession, Team
 from ..store import keep_role
 from ..store.acts import of_request
+from ..store.nodes import live as live_nodes
+from ..store.nodes import node_json
 from .auth import ApiUser, host_name
 from .created import created
 from .engine_calls import engine_reads
@@ -105,6 +107,7 @@ class StatusView(APIView):
             **read_host_status().to_json(),
             "sessions": StoredSession.objects.count(),
             "people": User.objects.count(),
+            "nodes": [node_json(node) for node in live_nodes()],
             "principal": principal.ref,
             "grants": list(principal.grants),
         }

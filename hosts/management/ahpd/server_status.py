@@ -1,10 +1,14 @@
 """`ahpd status` and `ahpd sessions`: the running server's own facts, asked of it (server.py).
-Neither touches the database: a server that is not running is said so in one line."""
+Neither touches the database: a server that is not running is said so in one line.
+`ahpd nodes`: the host's nodes, read from the database every node shares, so that it answers
+on any machine given the host's DATABASE_URL, whether a node runs there or not."""
 
 from __future__ import annotations
 
 from typing import Any
 from urllib.parse import quote
+
+from hosts.store.nodes import live, node_json
 
 from .server import call, listing, serving
 from .verbs import Shown, verb
@@ -20,6 +24,13 @@ def register(nouns: Any) -> None:
         "the running server: its URL, version, connections, running turns, agents",
         status,
         database=False,
+    )
+    verb(
+        nouns,
+        "nodes",
+        "the host's nodes (every serve on this database): where each listens, since when, "
+        "until when its lease holds",
+        nodes_list,
     )
     sessions = verb(
         nouns,
@@ -38,8 +49,20 @@ def status(options: dict[str, Any]) -> Shown:
     record = serving()
     answer = call("GET", "status/")
     data = {"url": record.public, "api": record.local + "api/", "pid": record.pid, **answer}
-    lines = [f"{key}: {_said(value)}" for key, value in data.items() if key not in _ASKER]
+    shown = {**data, "nodes": [node["id"] for node in data.get("nodes") or []]}
+    lines = [f"{key}: {_said(value)}" for key, value in shown.items() if key not in _ASKER]
     return Shown(data, lines=lines)
+
+
+def nodes_list(options: dict[str, Any]) -> Shown:
+    rows = [node_json(node) for node in live()]
+    lines = [
+        f"{row['id']}  {row['address'] or '-'}  pid {row['pid']} on {row['machine']}  "
+        f"since {row['startedAt']}  lease until {row['leaseUntil']}  "
+        f"agents {row['agentsMax'] or 'no limit'}  folders {', '.join(row['folders']) or '-'}"
+        for row in rows
+    ]
+    return Shown(rows, lines=lines or ["no nodes: no serve runs on this database"])
 
 
 def _said(value: Any) -> str:

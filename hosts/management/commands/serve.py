@@ -60,7 +60,9 @@ class Command(BaseCommand):
         from twisted.internet import reactor
         from twisted.internet.defer import Deferred
 
+        from hosts.edge.node_lease import NodeLease
         from hosts.edge.runtime import get_host, shutdown
+        from hosts.store.nodes import NodeHeld
 
         # ASGI_APPLICATION (ahpsite/asgi.py): the project's, which hosts does not import.
         application = get_default_application()
@@ -69,9 +71,22 @@ class Command(BaseCommand):
         # will run, before the port opens: a client that connects once "serving" is printed is
         # let in at once, not held at its upgrade until that read is done.
         try:
-            reactor_loop().run_until_complete(get_host())
+            engine = reactor_loop().run_until_complete(get_host())
         except DatabaseError as exc:
             raise EnvError(f"the store could not be read: {exc}") from None
+        # This process as a node of its host (every serve on this database is one), its row
+        # claimed before the port opens and renewed once it listens.
+        node = NodeLease(engine.settings.server_version)
+        try:
+            reactor_loop().run_until_complete(node.claim())
+        except NodeHeld as exc:
+            reactor_loop().run_until_complete(shutdown())
+            raise EnvError(str(exc)) from None
+
+        async def stopped() -> None:
+            await node.stop()
+            await shutdown()
+
         # SIGTERM and SIGINT stop the engine first, while every socket and consumer is still
         # up (each client is sent its close frame and answers it), and then the reactor.
         # Twisted's own handlers would stop the reactor at once, and daphne would cancel every
@@ -83,7 +98,7 @@ class Command(BaseCommand):
                 # A stopping server is no longer one the commands may reach.
                 control.withdraw()
                 try:
-                    await shutdown()
+                    await stopped()
                 finally:
                     reactor.stop()
 
@@ -95,7 +110,7 @@ class Command(BaseCommand):
         # longer one the commands may reach) and the engine writes what it owes.
         reactor.addSystemEventTrigger("before", "shutdown", control.withdraw)
         reactor.addSystemEventTrigger(
-            "before", "shutdown", lambda: Deferred.fromFuture(asyncio.ensure_future(shutdown()))
+            "before", "shutdown", lambda: Deferred.fromFuture(asyncio.ensure_future(stopped()))
         )
 
         host, port = settings.AHPD_HOST, settings.AHPD_PORT
@@ -113,6 +128,7 @@ class Command(BaseCommand):
             base = public_base(bound_host, bound_port)
             # Where it listens and its control token, for the commands of its deployment.
             control.publish(bound_host, bound_port, base)
+            node.serve(bound_host, bound_port)
             self.stdout.write(f"ahpd: serving AHP on {with_token(base, token)}")
             for line in signing_in_lines(vscode_address(base), token):
                 self.stdout.write(line)

@@ -1,0 +1,114 @@
+"""This `serve` process as a node of its host: its row claimed as it starts, renewed every
+third of the lease on the server's loop, and let go as it stops (hosts/store/nodes.py).
+
+A start whose node id another live process holds waits for that lease to lapse (one lease:
+a node killed and started again on a machine that reused its pid) and is then refused in
+words naming the holder. A renewal that finds the row taken (this process stalled past its
+lease and another start claimed the id) is logged and claimed again once that lease lapses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import secrets
+import socket
+import time
+from dataclasses import replace
+from datetime import timedelta
+
+from django.conf import settings
+
+from ..store.engine_database import db_call
+from ..store.nodes import NodeFacts, NodeHeld, claim, release, renew
+from .control import WILDCARDS
+
+log = logging.getLogger("ahpd.nodes")
+
+#: How often a start whose id is held tries again while it waits for the lease to lapse.
+RETRY_SECONDS = 1.0
+
+_claim = db_call(claim)
+_renew = db_call(renew)
+_release = db_call(release)
+
+
+def node_address(bound_host: str, bound_port: int) -> str:
+    """Where this node listens, as another machine reaches it: the bound address, or the
+    machine's name where it listens on every address (AHPD_PUBLIC_URL is the host's, which
+    every node behind one proxy shares, so it names none of them)."""
+    host = socket.gethostname() if bound_host in WILDCARDS else bound_host
+    shown = f"[{host}]" if ":" in host and not host.startswith("[") else host
+    return f"ws://{shown}:{bound_port}/"
+
+
+class NodeLease:
+    """This process's claim on its node row, from start to stop."""
+
+    def __init__(self, version: str) -> None:
+        self.lease = timedelta(seconds=settings.AHPD_NODE_LEASE_SECONDS)
+        self.facts = NodeFacts(
+            node_id=settings.AHPD_NODE_ID,
+            instance=secrets.token_hex(16),
+            machine=socket.gethostname(),
+            pid=os.getpid(),
+            address="",
+            folders=tuple(str(path) for path in settings.AHPD_PATHS),
+            agents_max=settings.AHPD_NODE_AGENTS,
+            version=version,
+        )
+        self._task: asyncio.Task[None] | None = None
+
+    async def claim(self) -> None:
+        """Claim the row, waiting out one lease for a holder to lapse; NodeHeld after that."""
+        deadline = time.monotonic() + self.lease.total_seconds() + RETRY_SECONDS
+        said = False
+        while True:
+            try:
+                await _claim(self.facts, self.lease)
+                return
+            except NodeHeld as held:
+                if time.monotonic() >= deadline:
+                    raise
+                if not said:
+                    log.warning("%s; waiting for its lease to lapse", held)
+                    said = True
+            await asyncio.sleep(RETRY_SECONDS)
+
+    def serve(self, bound_host: str, bound_port: int) -> None:
+        """Renew the claim from now on, telling the others where this node listens."""
+        self.facts = replace(self.facts, address=node_address(bound_host, bound_port))
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(
+                self._keep(), name="ahpd-node-lease"
+            )
+
+    async def _keep(self) -> None:
+        period = self.lease.total_seconds() / 3
+        while True:
+            try:
+                if not await _renew(self.facts, self.lease):
+                    log.error(
+                        "node %s: its lease lapsed and another process took the id; "
+                        "claiming it again once that one's lapses",
+                        self.facts.node_id,
+                    )
+                    await _claim(self.facts, self.lease)
+            except asyncio.CancelledError:
+                raise
+            except NodeHeld as held:
+                log.error("%s", held)
+            except Exception:
+                log.exception("node %s: renewing its lease failed", self.facts.node_id)
+            await asyncio.sleep(period)
+
+    async def stop(self) -> None:
+        """Stop renewing and let the row go: the node leaves every list at once."""
+        if self._task is not None:
+            self._task.cancel()
+            self._task = None
+        try:
+            await _release(self.facts)
+        except Exception:
+            log.exception("node %s: letting its row go failed", self.facts.node_id)

@@ -1,0 +1,133 @@
+"""The nodes of a host: every `serve` process on the same database, each holding a row under
+its node id by a lease (hosts.models.Node).
+
+Each write is one statement under a condition, never a read and then a write: a claim takes
+the row where its lease has lapsed or its holder is this very start (`instance`), or inserts
+it, the primary key refusing a second; a renewal and a release touch the row only while this
+start holds it. The one read before a write, a holder on this same machine whose process is
+gone (a node killed and started again before its lease lapsed), is taken over by a swap that
+names the holder read, so two starts racing for it cannot both win.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from ..models import Node
+
+
+@dataclass(frozen=True)
+class NodeFacts:
+    """What a node says of itself when it claims its row and at each renewal."""
+
+    node_id: str
+    instance: str
+    machine: str
+    pid: int
+    address: str
+    folders: tuple[str, ...]
+    agents_max: int
+    version: str
+
+
+class NodeHeld(Exception):
+    """The node id is another live process's."""
+
+    def __init__(self, holder: Node) -> None:
+        self.holder = holder
+        super().__init__(
+            f"node {holder.node_id} is held by process {holder.pid} on {holder.machine} "
+            f"(serving {holder.address or 'no address yet'}) until "
+            f"{holder.lease_until.isoformat(timespec='seconds')}: AHPD_NODE_ID names one "
+            "node of the host, so give this process another"
+        )
+
+
+def _written(facts: NodeFacts, now: datetime, lease: timedelta) -> dict[str, Any]:
+    return {
+        "instance": facts.instance,
+        "address": facts.address,
+        "machine": facts.machine,
+        "pid": facts.pid,
+        "folders": list(facts.folders),
+        "agents_max": facts.agents_max,
+        "version": facts.version,
+        "renewed_at": now,
+        "lease_until": now + lease,
+    }
+
+
+def claim(facts: NodeFacts, lease: timedelta) -> None:
+    """Take the node's row for this start, or raise NodeHeld naming the live holder."""
+    now = timezone.now()
+    row = {**_written(facts, now, lease), "started_at": now}
+    rows = Node.objects.filter(node_id=facts.node_id)
+    if rows.filter(Q(lease_until__lt=now) | Q(instance=facts.instance)).update(**row):
+        return
+    try:
+        with transaction.atomic():
+            Node.objects.create(node_id=facts.node_id, **row)
+        return
+    except IntegrityError:
+        pass
+    holder = rows.first()
+    if holder is None:  # let go between the two statements: claimed on the next try
+        claim(facts, lease)
+        return
+    if holder.machine == facts.machine and not _alive(holder.pid):
+        # Killed and started again before its lease lapsed: this start takes it over, unless
+        # another start took it first.
+        if rows.filter(instance=holder.instance).update(**row):
+            return
+        holder = rows.first() or holder
+    raise NodeHeld(holder)
+
+
+def renew(facts: NodeFacts, lease: timedelta) -> bool:
+    """Renew the lease this start holds; False where it holds it no longer (it lapsed and
+    another start took the row)."""
+    now = timezone.now()
+    held = Node.objects.filter(node_id=facts.node_id, instance=facts.instance)
+    return bool(held.update(**_written(facts, now, lease)))
+
+
+def release(facts: NodeFacts) -> None:
+    """Let the row go as the node stops: gone from every list at once, not when it lapses."""
+    Node.objects.filter(node_id=facts.node_id, instance=facts.instance).delete()
+
+
+def live() -> list[Node]:
+    """The nodes whose lease holds now, first started first."""
+    return list(Node.objects.filter(lease_until__gte=timezone.now()))
+
+
+def node_json(node: Node) -> dict[str, Any]:
+    """A node as the REST API, the CLI and the admin show it."""
+    return {
+        "id": node.node_id,
+        "address": node.address,
+        "machine": node.machine,
+        "pid": node.pid,
+        "folders": list(node.folders),
+        "agentsMax": node.agents_max,
+        "version": node.version,
+        "startedAt": node.started_at.isoformat(timespec="seconds"),
+        "leaseUntil": node.lease_until.isoformat(timespec="seconds"),
+    }
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's
+    return True
