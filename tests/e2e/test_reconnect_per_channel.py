@@ -281,6 +281,24 @@ async def test_a_bad_reconnect_is_refused_naming_what_is_wrong_and_changes_nothi
     assert all(e["serverSeq"] > pushed["serverSeq"] for e in root["actions"])
 
 
+async def test_a_channel_with_no_baseline_yet_is_sent_its_snapshot(server, connect):
+    # 0 is the cursor of a channel the client never had a snapshot of: even with every action
+    # since the host started still held, there is no state to replay them onto.
+    client = await connect(server.url, client_id=f"zero-{uuid.uuid4().hex[:6]}")
+    await client.initialize(subscriptions=[])
+    result = await client.request(
+        "reconnect",
+        {
+            "channel": ROOT,
+            "clientId": client.client_id,
+            "subscriptions": [{"channel": ROOT, "lastSeenServerSeq": 0}],
+        },
+    )
+    [root] = result["channels"]
+    assert root["kind"] == "snapshot" and root["snapshot"]["resource"] == ROOT
+    await client.assert_conforms(ROOT)
+
+
 async def test_no_cursors_is_an_empty_answer(server, connect):
     client = await connect(server.url, client_id=f"none-{uuid.uuid4().hex[:6]}")
     await client.initialize(subscriptions=[])

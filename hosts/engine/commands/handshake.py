@@ -300,11 +300,15 @@ def _recover_channels(
     def stateless(channel: Channel) -> bool:
         return channel.kind == telemetry.KIND
 
+    # A cursor of 0 is a channel the client holds no baseline for: a held state is seeded from
+    # the store, not built by actions, so it has nothing to replay onto and is sent the snapshot.
     replayable = [
         cursor
         for cursor in cursors
         if (channel := by_uri.get(cursor.channel)) is not None
-        and (stateless(channel) or ring.covers(cursor.last_seen, current))
+        and (
+            stateless(channel) or (cursor.last_seen > 0 and ring.covers(cursor.last_seen, current))
+        )
     ]
     owed: dict[str, list[Entry]] = {}
     if replayable:
