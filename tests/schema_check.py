@@ -280,8 +280,72 @@ def result_definition_for(method: str) -> str:
     return method[:1].upper() + method[1:] + "Result"
 
 
+# The per-channel reconnect of the protocol's change `20261002-per-channel-replay-cursors`,
+# which the shipped schema (from just after 1.0.0) predates: `ReconnectResult.channels:
+# ChannelRecovery[]`, as the protocol's lifecycle specification ("Reconnection") declares it.
+_CHANNEL_RECOVERY: dict[str, Any] = {
+    "oneOf": [
+        {
+            "type": "object",
+            "properties": {
+                "kind": {"const": "replay"},
+                "channel": {"type": "string"},
+                "actions": {"type": "array", "items": {"$ref": "#/$defs/ActionEnvelope"}},
+            },
+            "required": ["kind", "channel", "actions"],
+        },
+        {
+            "type": "object",
+            "properties": {
+                "kind": {"const": "snapshot"},
+                "channel": {"type": "string"},
+                "snapshot": {"$ref": "#/$defs/Snapshot"},
+            },
+            "required": ["kind", "channel", "snapshot"],
+        },
+        {
+            "type": "object",
+            "properties": {"kind": {"const": "missing"}, "channel": {"type": "string"}},
+            "required": ["kind", "channel"],
+        },
+    ]
+}
+
+
+@cache
+def _per_channel_reconnect_validator() -> Draft202012Validator:
+    return Draft202012Validator(
+        {
+            "$defs": _defs("commands"),
+            "type": "object",
+            "properties": {"channels": {"type": "array", "items": _CHANNEL_RECOVERY}},
+            "required": ["channels"],
+        }
+    )
+
+
+def _check_per_channel_reconnect(result: Any) -> None:
+    _raise_first(
+        _per_channel_reconnect_validator().iter_errors(result),
+        "reconnect result [ReconnectResult.channels]",
+    )
+    for recovery in result["channels"]:
+        if recovery["kind"] == "snapshot":
+            check_snapshot(recovery["snapshot"])
+            if recovery["snapshot"]["resource"] != recovery["channel"]:
+                raise SchemaError(f"reconnect: a snapshot for another channel: {recovery}")
+        elif recovery["kind"] == "replay":
+            for envelope in recovery["actions"]:
+                check_action_envelope(envelope)
+                if envelope["channel"] != recovery["channel"]:
+                    raise SchemaError(f"reconnect: another channel's action in: {recovery}")
+
+
 def check_result(method: str, result: Any) -> None:
     """Validate the ``result`` of a response to a ``method`` request."""
+    if method == "reconnect" and isinstance(result, dict) and "channels" in result:
+        _check_per_channel_reconnect(result)
+        return
     if method in NULL_RESULT_METHODS:
         if result is not None:
             raise SchemaError(f"{method} result must be null, got {result!r}")

@@ -235,6 +235,32 @@ def test_reconnect_results() -> None:
         check_result("reconnect", {"type": "snapshot", "snapshots": snapshots})
 
 
+def test_per_channel_reconnect_results() -> None:
+    snapshot = initialize_result()["snapshots"][0]
+    channels = [
+        {"kind": "replay", "channel": ROOT, "actions": [root_config_envelope()]},
+        {"kind": "snapshot", "channel": ROOT, "snapshot": snapshot},
+        {"kind": "missing", "channel": SESSION},
+    ]
+    check_result("reconnect", {"channels": channels})
+    with pytest.raises(SchemaError, match="another channel's action"):
+        check_result(
+            "reconnect",
+            {
+                "channels": [
+                    {"kind": "replay", "channel": SESSION, "actions": [root_config_envelope()]}
+                ]
+            },
+        )
+    with pytest.raises(SchemaError, match="a snapshot for another channel"):
+        check_result(
+            "reconnect",
+            {"channels": [{"kind": "snapshot", "channel": SESSION, "snapshot": snapshot}]},
+        )
+    with pytest.raises(SchemaError, match="ReconnectResult.channels"):
+        check_result("reconnect", {"channels": [{"kind": "replay", "channel": ROOT}]})
+
+
 def test_state_definition_for() -> None:
     assert state_definition_for(ROOT) == "RootState"
     assert state_definition_for(SESSION) == "SessionState"

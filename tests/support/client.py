@@ -199,6 +199,14 @@ class Client:
             self.last_seq = max(self.last_seq, result["serverSeq"])
         elif method == "subscribe" and result.get("snapshot"):
             self._remember_snapshot(result["snapshot"])
+        elif method == "reconnect" and "channels" in result:
+            # Per-channel cursors: each channel's own snapshot, or its own replay reduced on.
+            for recovery in result["channels"]:
+                if recovery["kind"] == "snapshot":
+                    self._remember_snapshot(recovery["snapshot"])
+                elif recovery["kind"] == "replay":
+                    for envelope in recovery["actions"]:
+                        self._track(envelope)
         elif method == "reconnect" and result["type"] == "snapshot":
             for snapshot in result["snapshots"]:
                 self._remember_snapshot(snapshot)

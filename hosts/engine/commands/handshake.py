@@ -7,13 +7,9 @@ from typing import Any
 import orjson
 
 from ...protocol.errors import ErrorCode, ProtocolError, invalid_params
+from ...protocol.reconnect_params import ReplayCursor, parse_reconnect
 from ...protocol.uris import kind_of
-from ...protocol.validation import (
-    optional_str_list,
-    required_int,
-    required_str,
-    required_str_list,
-)
+from ...protocol.validation import optional_str_list, required_str
 from ...protocol.versions import SUPPORTED_VERSIONS, VersionFormatError, negotiate
 from .. import telemetry
 from ..channel import Channel
@@ -198,9 +194,10 @@ async def initialize(host: Host, conn: Connection, params: dict[str, Any]) -> di
 
 
 async def reconnect(host: Host, conn: Connection, params: dict[str, Any]) -> dict[str, Any]:
-    client_id = required_str(params, "reconnect", "clientId")
-    last_seen = required_int(params, "reconnect", "lastSeenServerSeq")
-    subscriptions = required_str_list(params, "reconnect", "subscriptions")
+    """Resume a dropped client: AHP 1.0.0's one watermark answered with one replay or the
+    snapshots, per-channel cursors with one recovery for each channel (reconnect_params.py)."""
+    request = parse_reconnect(params)
+    client_id = request.client_id
     if conn.ready and conn.client_id != client_id:
         raise invalid_params(f"reconnect: this connection is client {conn.client_id}")
     # Who the connection is now decides what it may resume (a revoked token, nothing).
@@ -221,7 +218,7 @@ async def reconnect(host: Host, conn: Connection, params: dict[str, Any]) -> dic
         host.clients.remember(conn)
         host.client_requests.arrived(conn)
     found, missing = [], []
-    for uri in subscriptions:
+    for uri in request.channels:
         await host.wake(uri)
         channel = host.fanout.channel(uri)
         if (
@@ -232,7 +229,40 @@ async def reconnect(host: Host, conn: Connection, params: dict[str, Any]) -> dic
             missing.append(uri)
         else:
             found.append(channel)
-    result: dict[str, Any] | None = None
+    # From here to the subscriptions nothing awaits, so no envelope falls between what the
+    # answer holds and what the connection is sent live.
+    if request.cursors is None:
+        assert request.last_seen is not None
+        result = _recover_connection(host, conn, request.last_seen, found, missing)
+    else:
+        result = {"channels": _recover_channels(host, conn, request.cursors, found)}
+    for channel in found:
+        host.fanout.subscribe(conn, channel)
+    # A client that comes back without asking for a session it was in has left it.
+    host.presence.kept_only(client_id, found)
+    return result
+
+
+def _told(host: Host, conn: Connection, entry: Entry) -> orjson.Fragment:
+    """A ringed envelope as the reconnecting principal is told it."""
+    return orjson.Fragment(
+        seen(entry.envelope, conn.principal, host.fanout.action_views)
+        if entry.viewed
+        else entry.envelope
+    )
+
+
+def _worth_replaying(host: Host, entries: list[Entry], channels: list[Channel]) -> bool:
+    """A replay heavier than the snapshots it stands for is answered with the snapshots: a
+    client that fell behind should not be handed more than the state it is missing."""
+    replay_bytes = sum(entry.size for entry in entries)
+    return replay_bytes <= REPLAY_ALWAYS_BYTES or replay_bytes <= _snapshot_bytes(host, channels)
+
+
+def _recover_connection(
+    host: Host, conn: Connection, last_seen: int, found: list[Channel], missing: list[str]
+) -> dict[str, Any]:
+    """AHP 1.0.0's answer: everything after one watermark, or every channel's snapshot."""
     if host.fanout.ring.covers(last_seen, host.fanout.server_seq):
         watched = {channel.uri for channel in found}
         entries = [
@@ -240,33 +270,80 @@ async def reconnect(host: Host, conn: Connection, params: dict[str, Any]) -> dic
             for entry in host.fanout.ring.since(last_seen)
             if _replayable(host, conn, entry, watched)
         ]
-        replay_bytes = sum(entry.size for entry in entries)
-        # A replay heavier than the snapshots it stands for is answered with the snapshots: a
-        # client that fell behind should not be handed more than the state it is missing.
-        if replay_bytes <= REPLAY_ALWAYS_BYTES or replay_bytes <= _snapshot_bytes(host, found):
-            result = {
+        if _worth_replaying(host, entries, found):
+            return {
                 "type": "replay",
-                "actions": [
-                    orjson.Fragment(
-                        seen(entry.envelope, conn.principal, host.fanout.action_views)
-                        if entry.viewed
-                        else entry.envelope
-                    )
-                    for entry in entries
-                ],
+                "actions": [_told(host, conn, entry) for entry in entries],
                 "missing": missing,
             }
-    if result is None:
-        result = {
-            "type": "snapshot",
-            "snapshots": [
-                host.snapshot(conn, channel)
-                for channel in found
-                if channel.kind != telemetry.KIND  # stateless: joined again, nothing to hand
-            ],
-        }
-    for channel in found:
-        host.fanout.subscribe(conn, channel)
-    # A client that comes back without asking for a session it was in has left it.
-    host.presence.kept_only(client_id, found)
-    return result
+    return {
+        "type": "snapshot",
+        "snapshots": [
+            host.snapshot(conn, channel)
+            for channel in found
+            if channel.kind != telemetry.KIND  # stateless: joined again, nothing to hand
+        ],
+    }
+
+
+def _recover_channels(
+    host: Host, conn: Connection, cursors: tuple[ReplayCursor, ...], found: list[Channel]
+) -> list[dict[str, Any]]:
+    """One ChannelRecovery per cursor, in the order asked: each channel replayed after its own
+    cursor, or its snapshot where the ring no longer covers that cursor (or the replay would
+    weigh more than the state), or missing where it is gone or no longer the principal's to
+    read. Nothing of one channel is put in another's recovery."""
+    ring, current = host.fanout.ring, host.fanout.server_seq
+    by_uri = {channel.uri: channel for channel in found}
+    watched = set(by_uri)
+
+    def stateless(channel: Channel) -> bool:
+        return channel.kind == telemetry.KIND
+
+    # A cursor of 0 is a channel the client holds no baseline for: a held state is seeded from
+    # the store, not built by actions, so it has nothing to replay onto and is sent the snapshot.
+    replayable = [
+        cursor
+        for cursor in cursors
+        if (channel := by_uri.get(cursor.channel)) is not None
+        and (
+            stateless(channel) or (cursor.last_seen > 0 and ring.covers(cursor.last_seen, current))
+        )
+    ]
+    owed: dict[str, list[Entry]] = {}
+    if replayable:
+        # One walk of the ring from the oldest cursor it serves, bucketed by channel.
+        for entry in ring.since(min(cursor.last_seen for cursor in replayable)):
+            if entry.channel in watched and _replayable(host, conn, entry, watched):
+                owed.setdefault(entry.channel, []).append(entry)
+    replaying = {cursor.channel for cursor in replayable}
+    recoveries: list[dict[str, Any]] = []
+    for cursor in cursors:
+        channel = by_uri.get(cursor.channel)
+        if channel is None:
+            recoveries.append({"kind": "missing", "channel": cursor.channel})
+            continue
+        if cursor.channel in replaying:
+            entries = [
+                entry
+                for entry in owed.get(cursor.channel, ())
+                if entry.server_seq > cursor.last_seen
+            ]
+            # A stateless channel has no snapshot to stand for it: it is always replayed.
+            if stateless(channel) or _worth_replaying(host, entries, [channel]):
+                recoveries.append(
+                    {
+                        "kind": "replay",
+                        "channel": cursor.channel,
+                        "actions": [_told(host, conn, entry) for entry in entries],
+                    }
+                )
+                continue
+        recoveries.append(
+            {
+                "kind": "snapshot",
+                "channel": cursor.channel,
+                "snapshot": host.snapshot(conn, channel),
+            }
+        )
+    return recoveries
