@@ -38,6 +38,7 @@ STATUS_FIELDS = {
     "runningTurns",
     "agents",
     "sandbox",
+    "nodes",
     "connectionsOpened",
     "envelopes",
     "deliveries",

@@ -128,7 +128,8 @@ class Command(BaseCommand):
             base = public_base(bound_host, bound_port)
             # Where it listens and its control token, for the commands of its deployment.
             control.publish(bound_host, bound_port, base)
-            node.serve(bound_host, bound_port)
+            # Renewed on the loop once it runs (announce is called as the reactor starts it).
+            loop.call_soon(node.serve, bound_host, bound_port)
             self.stdout.write(f"ahpd: serving AHP on {with_token(base, token)}")
             for line in signing_in_lines(vscode_address(base), token):
                 self.stdout.write(line)

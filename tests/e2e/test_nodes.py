@@ -1,0 +1,132 @@
+"""Nodes (issue 29.1), end to end: a started `serve` is a node of its host, listed with where it
+listens in /api/status and by `ahpd nodes`, gone from both as it stops. On PostgreSQL, where
+several serve processes share one database: a second process with the same node id waits out
+one lease and is refused in words naming the holder, one with its own id is listed beside the
+first, and a node killed is gone once its lease lapses."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.e2e.test_grants import cli
+from tests.support.rest import call
+from tests.support.server import REPO, ServerProcess
+
+LEASE_SECONDS = 3
+NODE = "node-a"
+
+on_postgres = pytest.mark.skipif(
+    not os.environ.get("DATABASE_URL"),
+    reason="several serve processes share a database on PostgreSQL only (the embedded "
+    "SQLite default is one node)",
+)
+
+
+@pytest.fixture(scope="module")
+def server():
+    process = ServerProcess(
+        env_extra={"AHPD_NODE_ID": NODE, "AHPD_NODE_LEASE_SECONDS": str(LEASE_SECONDS)}
+    ).start()
+    yield process
+    process.close()
+
+
+def nodes(server: ServerProcess) -> list[dict]:
+    status, body = call(server, "GET", "status/")
+    assert status == 200, body
+    return body["nodes"]
+
+
+def beside(server: ServerProcess, **env: str) -> ServerProcess:
+    """Another serve on `server`'s database (and its own data directory)."""
+    shared = {"DATABASE_URL": server.env()["DATABASE_URL"]}
+    return ServerProcess(env_extra={"AHPD_NODE_LEASE_SECONDS": str(LEASE_SECONDS), **shared, **env})
+
+
+def test_a_started_server_is_a_node_listed_with_where_it_listens(server):
+    [node] = nodes(server)
+    assert node["id"] == NODE
+    assert node["address"] == f"ws://127.0.0.1:{server.port}/"
+    assert node["pid"] == server.pid
+    assert node["folders"] == server.env()["AHPD_PATHS"].split(os.pathsep)
+    assert node["agentsMax"] == 0
+    # The command line reads the same rows from the database every node shares.
+    [row] = cli(server, "nodes")
+    assert {k: v for k, v in row.items() if k != "leaseUntil"} == {
+        k: v for k, v in node.items() if k != "leaseUntil"
+    }
+    shown = subprocess.run(
+        [sys.executable, "manage.py", "ahpd", "nodes"],
+        cwd=REPO,
+        env=server.env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.startswith(f"{NODE}  ws://127.0.0.1:{server.port}/  pid {server.pid}")
+    status = subprocess.run(
+        [sys.executable, "manage.py", "ahpd", "status"],
+        cwd=REPO,
+        env=server.env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert f"nodes: {NODE}\n" in status.stdout
+
+
+@on_postgres
+def test_a_second_live_process_with_the_same_node_id_is_refused_naming_the_holder(server):
+    twin = beside(server, AHPD_NODE_ID=NODE)
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "manage.py", "serve"],
+        cwd=REPO,
+        env=twin.env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode != 0
+    assert f"node {NODE} is held by process {server.pid}" in done.stderr
+    assert "AHPD_NODE_ID names one node of the host" in done.stderr
+    # It waited out one lease first (a node killed and started again would have lapsed).
+    assert time.monotonic() - started >= LEASE_SECONDS
+    # The holder is untouched.
+    [node] = nodes(server)
+    assert node["pid"] == server.pid
+    twin.close()
+
+
+@on_postgres
+def test_nodes_on_one_database_are_listed_together_and_a_killed_one_lapses(server):
+    other = beside(server, AHPD_NODE_ID="node-b").start()
+    try:
+        listed = {node["id"]: node for node in nodes(server)}
+        assert set(listed) == {NODE, "node-b"}
+        assert listed["node-b"]["address"] == f"ws://127.0.0.1:{other.port}/"
+        # Every node lists the same nodes.
+        assert {node["id"] for node in nodes(other)} == {NODE, "node-b"}
+        other.kill()
+        # Gone once its lease lapses, and not before the lease it held ran out.
+        deadline = time.monotonic() + LEASE_SECONDS + 5
+        while {node["id"] for node in nodes(server)} != {NODE}:
+            assert time.monotonic() < deadline, nodes(server)
+            time.sleep(0.25)
+    finally:
+        other.close()
+
+
+def test_a_node_that_stops_is_gone_at_once(server):
+    server.stop()
+    try:
+        assert cli(server, "nodes") == []
+    finally:
+        server.start()
+    assert [node["id"] for node in nodes(server)] == [NODE]
