@@ -184,3 +184,23 @@ def test_sessions_and_turns_are_read_only(boss: Client, rows: dict[type, Any]) -
     assert turns.status_code == 200 and "t0" in turns.content.decode()
     session.refresh_from_db()
     assert session.title == "a session"
+
+
+def test_the_nodes_page_lists_the_nodes_whose_lease_holds_and_changes_none(boss: Client) -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from hosts.models import Node
+
+    now = timezone.now()
+    common = {"instance": "i", "machine": "m", "pid": 7, "started_at": now, "renewed_at": now}
+    Node.objects.create(
+        node_id="live-1", address="ws://m:1/", lease_until=now + timedelta(60), **common
+    )
+    Node.objects.create(node_id="gone-1", lease_until=now - timedelta(seconds=1), **common)
+    page = boss.get(url(Node, "changelist")).content.decode()
+    assert "live-1" in page and "ws://m:1/" in page and "gone-1" not in page
+    assert boss.get(url(Node, "add")).status_code == 403
+    assert boss.post(url(Node, "delete", "live-1"), {"post": "yes"}).status_code == 403
+    assert Node.objects.filter(node_id="live-1").exists()
