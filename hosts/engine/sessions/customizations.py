@@ -16,7 +16,7 @@ sent; a session decides for itself, never for another person's session.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -41,19 +41,31 @@ SOURCES = ("mcp", "folders")
 _KEEP_DECISIONS = ("plugin", "mcpServer")
 
 
-def is_enabled(entry: Mapping[str, Any], decisions: list[dict[str, Any]] | None) -> bool:
+def is_enabled(
+    entry: Mapping[str, Any],
+    decisions: list[dict[str, Any]] | None,
+    folders: Sequence[str] = (),
+) -> bool:
     """Whether a customization is on for the session: the session's decision, else the one for
-    its folder, else the one for every session, else what it was published with."""
+    a folder it works in (`folders`, its working directories), else the one for every
+    session, else what it was published with. A decision for another folder is not this
+    session's."""
     if decisions:
+        mine = {folder.rstrip("/") for folder in folders}
         for kind in ("session", "workspace", "global"):
             for decision in decisions:
-                if isinstance(decision, dict) and decision.get("kind") == kind:
-                    return bool(decision.get("enabled"))
+                if not isinstance(decision, dict) or decision.get("kind") != kind:
+                    continue
+                if kind == "workspace" and str(decision.get("uri") or "").rstrip("/") not in mine:
+                    continue
+                return bool(decision.get("enabled"))
     return bool(entry.get("enabled", True))
 
 
 def with_decisions(
-    entry: Mapping[str, Any], decisions: Mapping[str, list[dict[str, Any]]]
+    entry: Mapping[str, Any],
+    decisions: Mapping[str, list[dict[str, Any]]],
+    folders: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The entry (and its children) with the decisions kept for it, as the reducer lays them."""
     out = dict(entry)
@@ -64,10 +76,10 @@ def with_decisions(
         else:
             out.pop("enablement", None)
     elif kept is not None:
-        out["enabled"] = is_enabled(entry, kept)
+        out["enabled"] = is_enabled(entry, kept, folders)
     children = entry.get("children")
     if isinstance(children, list):
-        out["children"] = [with_decisions(child, decisions) for child in children]
+        out["children"] = [with_decisions(child, decisions, folders) for child in children]
     return out
 
 
@@ -81,9 +93,9 @@ class SessionCustomizations:
     on_toggled: list[Callable[[str], None]] = field(default_factory=list)
 
     def compose(self) -> list[dict[str, Any]]:
-        decisions = self.session.record.enablement
+        record = self.session.record
         return [
-            with_decisions(entry, decisions)
+            with_decisions(entry, record.enablement, record.working_directories)
             for source in SOURCES
             for entry in self.parts.get(source, ())
         ]
@@ -116,7 +128,10 @@ class SessionCustomizations:
         entry = self.find(customization_id)
         if entry is None:
             return False
-        return is_enabled(entry, self.session.record.enablement.get(customization_id))
+        record = self.session.record
+        return is_enabled(
+            entry, record.enablement.get(customization_id), record.working_directories
+        )
 
     def server_state(self, server_id: str, state: dict[str, Any]) -> None:
         """An MCP server's state moved: kept in its part and said, unless the session's state
