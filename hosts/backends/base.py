@@ -439,7 +439,10 @@ class ResumableChat(AgentChat, Protocol):
 
     async def resume_turn(self, request: TurnRequest, events: TurnEvents) -> TurnEnd:
         """Run the turn `request` names again from where its resumable error left it, its
-        message not sent again. One it holds no such turn for ends in a resumable error."""
+        message not added to the conversation again (the openai loop asks the model again from
+        the conversation as the failed call left it; Claude cuts the conversation back before
+        the prompt and sends it again). One it holds no such turn for ends in a resumable
+        error."""
 
 
 class Agent(Protocol):

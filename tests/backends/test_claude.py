@@ -35,6 +35,7 @@ from hosts.backends.config import ConfigError, build_agents, parse_agents
 from hosts.backends.sandbox import Sandbox, SandboxSettings, probe
 from tests.support.fake_anthropic import (
     ERROR_MESSAGE,
+    FLAKY_MESSAGE,
     INPUT_TOKENS,
     MODEL,
     OUTPUT_TOKENS,
@@ -248,6 +249,69 @@ async def test_a_server_error_ends_the_turn_saying_what_went_wrong(open_chat):
     assert end.message.startswith("Claude: ")
     again = RecordingEvents()
     assert (await chat.run_turn(request("still there"), again)).state == "complete"
+
+
+def prompts(fake: FakeAnthropic) -> list[str]:
+    """The person's words in the conversation the last model call was asked with."""
+    said = []
+    for message in fake.turns[-1]["messages"]:
+        content = message["content"]
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        if message["role"] == "user":
+            said += [
+                block["text"]
+                for block in blocks
+                if block.get("type") == "text" and not block["text"].startswith("<system")
+            ]
+    return said
+
+
+async def test_a_failed_model_call_is_resumed_with_the_conversation_cut_back_before_it(
+    open_chat, fake
+):
+    chat = await open_chat()
+    assert (await chat.run_turn(request("remember pineapple"), RecordingEvents())).state == (
+        "complete"
+    )
+    failed = request("flaky tell me again")
+    end = await chat.run_turn(failed, RecordingEvents())
+    assert end.state == "error" and end.resumable, end
+    assert FLAKY_MESSAGE in end.message
+    session = chat.backend_id
+    again = RecordingEvents()
+    resumed = await chat.resume_turn(failed, again)
+    assert resumed.state == "complete", resumed.message
+    assert again.texts() == "echo: flaky tell me again"
+    # The same conversation, cut back to the turn before: the failed prompt is in it once.
+    assert chat.backend_id == session
+    options = chat._client.options
+    assert options.resume == session and options.resume_session_at is not None
+    assert prompts(fake) == ["remember pineapple", "flaky tell me again"]
+    # Resumed once, it is resumed no more; the next turn follows it.
+    assert (await chat.resume_turn(failed, RecordingEvents())).resumable
+    assert (await chat.run_turn(request("and now"), RecordingEvents())).state == "complete"
+    assert prompts(fake) == ["remember pineapple", "flaky tell me again", "and now"]
+
+
+async def test_a_conversation_whose_first_turn_failed_starts_over_under_its_id(open_chat, fake):
+    chat = await open_chat()
+    failed = request("flaky first words")
+    assert (await chat.run_turn(failed, RecordingEvents())).resumable
+    session = chat.backend_id
+    assert (await chat.resume_turn(failed, RecordingEvents())).state == "complete"
+    assert chat.backend_id == session
+    assert prompts(fake) == ["flaky first words"]
+
+
+async def test_only_a_failed_model_call_is_resumable(open_chat, fake):
+    chat = await open_chat()
+    # A key the API refuses: asking again would be refused again.
+    refused = await chat.run_turn(request("unauthorized"), RecordingEvents())
+    assert refused.state == "error" and not refused.resumable
+    # A turn this chat holds no failure for ends resumable again, in words that say why.
+    other = await chat.resume_turn(request("never sent"), RecordingEvents())
+    assert other.state == "error" and other.resumable
+    assert other.message == "This conversation holds no failed model call to ask again."
 
 
 async def test_a_restart_resumes_the_session_by_its_id(open_chat, tmp_path, fake):

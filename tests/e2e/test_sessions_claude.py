@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.test_sessions import ended, new_session, run_turn, start_streaming, turn
+from tests.e2e.test_turn_resume import resumed
+from tests.support.agents import server_with_config
 from tests.support.client import Client
 from tests.support.fake_anthropic import FakeAnthropic
 from tests.support.server import ServerProcess
@@ -33,7 +35,6 @@ def workdir() -> Iterator[Path]:
 
 @pytest.fixture(scope="module")
 def server(fake: FakeAnthropic, workdir: Path) -> Iterator[ServerProcess]:
-    config = workdir.parent / f"claude-agents-{uuid.uuid4().hex}.json"
     entry = {
         "provider": "claude",
         "kind": "claude",
@@ -46,11 +47,8 @@ def server(fake: FakeAnthropic, workdir: Path) -> Iterator[ServerProcess]:
         },
         "promptTimeoutSeconds": 60,
     }
-    config.write_text(json.dumps({"agents": [entry]}))
-    process = ServerProcess(env_extra={"AHPD_CONFIG": str(config)}).start()
-    yield process
-    process.close()
-    config.unlink()
+    with server_with_config({"agents": [entry]}) as process:
+        yield process
 
 
 def reply(client: Client, chat: str) -> tuple[list[str], str]:
@@ -301,3 +299,26 @@ async def test_claudes_subagent_is_background_work_of_the_chat_it_works_for(
     )
     await client.assert_conforms(chat)
     await client.assert_conforms(uri)
+
+
+async def test_a_claude_turn_whose_model_call_failed_is_resumed_over_the_socket(
+    server, connect, workdir, fake
+):
+    client = await connect(server.url)
+    await client.initialize()
+    _, chat = await new_session(client, workdir, provider="claude")
+    marker = f"flaky {uuid.uuid4().hex}"
+    failed = await run_turn(client, chat, marker)
+    assert failed["action"]["type"] == "chat/error"
+    assert failed["action"]["part"]["resumable"] is True
+    turn_id = failed["action"]["turnId"]
+    _, end = await resumed(client, chat, turn_id)
+    assert end["action"]["type"] == "chat/turnComplete"
+    finished = client.tracked[chat][0]["turns"][-1]
+    assert finished["id"] == turn_id and finished["state"] == "complete"
+    assert reply(client, chat)[1] == f"echo: {marker}"
+    # Claude was asked with the prompt once: the failed one was cut from the conversation.
+    [asked] = [
+        m for m in fake.turns[-1]["messages"] if m["role"] == "user" and marker in json.dumps(m)
+    ]
+    await client.assert_conforms(chat)

@@ -16,6 +16,9 @@ person's last words in the conversation:
 * `call <tool name> <JSON input>` -> a tool_use of that tool (an `mcp__<server>__<tool>`);
 * `hold` -> a word every 50 ms until the client goes away (or the fake closes);
 * `fail` -> HTTP 400 with an `invalid_request_error` (not retried by the CLI);
+* `flaky <text>` -> HTTP 500 with an `api_error` the first time these words are seen, then
+  `echo: flaky <text>`;
+* `unauthorized` -> HTTP 401 with an `authentication_error` (a key the API refuses);
 * anything else -> `echo: <text>` word by word.
 
 The CLI's side requests (a title, a quota probe: not streamed) get a short plain answer.
@@ -36,6 +39,7 @@ MODEL = "claude-fake-1"
 INPUT_TOKENS = 120
 OUTPUT_TOKENS = 7
 ERROR_MESSAGE = "the fake model refuses this prompt"
+FLAKY_MESSAGE = "the fake model is overloaded, once"
 
 
 class FakeAnthropic:
@@ -46,6 +50,8 @@ class FakeAnthropic:
         self._closing = threading.Event()
         #: Set while a `hold` answer streams: a test cancels once it is seen.
         self.holding = threading.Event()
+        #: The `flaky` words failed once already.
+        self.flaked: set[str] = set()
         fake = self
 
         class Handler(_Handler):
@@ -99,7 +105,8 @@ class _Handler(BaseHTTPRequestHandler):
         if path != "/v1/messages":
             self._json(404, _error("not_found_error", f"no route {self.path}"))
             return
-        self.server_fake.requests.append(body)
+        fake = self.server_fake
+        fake.requests.append(body)
         # The CLI puts its own `system` messages among the conversation's: the person's
         # last words are in the last user message.
         users = [m for m in body.get("messages") or [] if m.get("role") == "user"]
@@ -111,6 +118,13 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if result is None and said.strip() == "fail":
             self._json(400, _error("invalid_request_error", ERROR_MESSAGE))
+            return
+        if result is None and said.strip().startswith("flaky ") and said not in fake.flaked:
+            fake.flaked.add(said)
+            self._json(500, _error("api_error", FLAKY_MESSAGE))
+            return
+        if result is None and said.strip() == "unauthorized":
+            self._json(401, _error("authentication_error", "invalid x-api-key"))
             return
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")

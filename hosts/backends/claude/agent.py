@@ -32,8 +32,9 @@ class ClaudeAgent:
     holds_process = True
     #: The CLI starts the session's MCP servers itself, handed them in its options.
     starts_mcp_servers = True
-    #: Not yet: a resume would cut the CLI's conversation back with resumeSessionAt.
-    resumes_turns = False
+    #: A turn whose model call failed runs again, the CLI's conversation cut back to the
+    #: turn before (chat.py: resume_turn).
+    resumes_turns = True
 
     def __init__(self, config: AgentConfig, data_dir: Path) -> None:
         self.config = config

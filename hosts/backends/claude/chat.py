@@ -24,9 +24,11 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import shutil
 import uuid
 from collections import deque
 from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -41,6 +43,7 @@ from claude_agent_sdk import (
     TaskUpdatedMessage,
     ToolPermissionContext,
     ToolUseBlock,
+    UserMessage,
 )
 from claude_agent_sdk.types import PermissionMode, SystemPromptPreset
 
@@ -83,6 +86,25 @@ STATUS_ACTIVITY = {"requesting": "Thinking", "compacting": "Compacting the conve
 _ENDED = object()
 #: How many of the CLI's last stderr lines are kept to explain why it failed.
 STDERR_TAIL_LINES = 20
+#: A model call failed for these reasons is not asked again: nobody is signed in to ask it.
+NOT_RESUMABLE = ("authentication_failed", "billing_error")
+#: The CLI's words when the conversation after a cut point is not the failed turn's alone.
+DROPS_REFUSED = "Resume rejected by --resume-drops-turn"
+NO_FAILED_CALL = "This conversation holds no failed model call to ask again."
+
+
+@dataclass(frozen=True)
+class FailedTurn:
+    """A turn whose model call failed, which chat/turnResume may run again."""
+
+    turn_id: str
+    #: The last entry of the conversation before the turn's prompt (None: the turn was the
+    #: conversation's first), where the conversation is cut back to.
+    cut: str | None
+    #: The uuid the turn's prompt was sent under: what the cut drops.
+    prompt: str
+
+
 PERMISSION_MODES: tuple[PermissionMode, ...] = (
     "default",
     "acceptEdits",
@@ -146,6 +168,11 @@ class ClaudeChat:
         self._pump: asyncio.Task[None] | None = None
         self._inbox: asyncio.Queue[Any] | None = None
         self._activity: str | None = None
+        #: The last entry the CLI wrote to the conversation (a message of the model's or the
+        #: person's, a subagent's left out): where a turn that fails after it is cut back to.
+        self._last_entry: str | None = None
+        #: The last turn, where its model call failed: chat/turnResume runs it again.
+        self._failed: FailedTurn | None = None
 
     @property
     def _name(self) -> str:
@@ -175,10 +202,14 @@ class ClaudeChat:
         self._agent.costs[session] = 0.0
         self._history_due = bool(self._history)
 
-    def _transcript_exists(self, session: str) -> bool:
+    def _projects(self) -> Path:
+        """Where the CLI keeps its conversations, one folder a project."""
         config_dir = self._env().get("CLAUDE_CONFIG_DIR")
         root = Path(config_dir) if config_dir else self._home / ".claude"
-        return any((root / "projects").glob(f"*/{session}.jsonl"))
+        return root / "projects"
+
+    def _transcript_exists(self, session: str) -> bool:
+        return any(self._projects().glob(f"*/{session}.jsonl"))
 
     def _env(self) -> dict[str, str]:
         env = {**host_env(INHERITED_ENV), **DEFAULT_ENV}
@@ -194,7 +225,15 @@ class ClaudeChat:
             env["TMPDIR"] = "/tmp"
         return env
 
-    async def _connect(self, *, resume: str | None = None, session_id: str | None = None) -> None:
+    async def _connect(
+        self,
+        *,
+        resume: str | None = None,
+        session_id: str | None = None,
+        cut: FailedTurn | None = None,
+    ) -> None:
+        """Start the CLI on a session: resumed (cut back to before a failed turn, with `cut`),
+        or new under `session_id`."""
         cli = self._config.cli_path or bundled_cli()
         if not cli:
             raise BackendError(
@@ -220,6 +259,9 @@ class ClaudeChat:
             permission_mode=self._mode,
             resume=resume,
             session_id=session_id,
+            resume_session_at=cut.cut if cut is not None else None,
+            # The CLI checks that what the cut drops is the failed turn's alone.
+            resume_drops_turn=cut.prompt if cut is not None else None,
             include_partial_messages=True,
             can_use_tool=self._can_use_tool,
             system_prompt=_system_prompt(project_memory([Path(d) for d in self._directories])),
@@ -278,6 +320,34 @@ class ClaudeChat:
             self._forget_mcp_config()
         self._client, self._transport, self._dead = client, transport, False
         self._pump = asyncio.ensure_future(self._read_cli(client))
+
+    async def _rewind(self, failed: FailedTurn) -> None:
+        """Start the CLI on the conversation as it stood before the failed turn."""
+        session = self.backend_id
+        assert session is not None
+        if failed.cut is None:
+            # Its first turn failed: nothing to cut back to, so it starts over under its id.
+            self._forget_transcript(session)
+            await self._connect(session_id=session)
+            self._agent.costs[session] = 0.0
+            self._history_due = bool(self._history)
+            return
+        try:
+            await self._connect(resume=session, cut=failed)
+        except BackendError as error:
+            if DROPS_REFUSED not in str(error):
+                raise
+            # Something the person did not see came after the cut (a queued message, a task's
+            # word): the conversation is kept whole and the prompt sent again after it.
+            log.warning("%s: %s; resuming the conversation whole", self._name, error)
+            await self._connect(resume=session)
+        self._last_entry = failed.cut
+
+    def _forget_transcript(self, session: str) -> None:
+        """The CLI's record of a conversation (its transcript, and its subagents' beside it)."""
+        for transcript in self._projects().glob(f"*/{session}.jsonl"):
+            shutil.rmtree(transcript.with_suffix(""), ignore_errors=True)
+            transcript.unlink(missing_ok=True)
 
     def _on_stderr(self, line: str) -> None:
         self._stderr.append(line[:500])
@@ -342,7 +412,24 @@ class ClaudeChat:
 
     async def run_turn(self, request: TurnRequest, events: TurnEvents) -> TurnEnd:
         """Write the person's message to the CLI and report the turn until its result."""
+        return await self._run(request, events, None)
+
+    async def resume_turn(self, request: TurnRequest, events: TurnEvents) -> TurnEnd:
+        """Run again the turn whose model call failed: the conversation is cut back to the end
+        of the turn before (the CLI's --resume-session-at, the failed prompt and whatever the
+        turn ran dropped with it) and the prompt is sent again, so the calls the failed turn
+        ran are run again. A conversation whose first turn failed is started over under its
+        id. A turn this chat holds no such failure for ends resumable again."""
+        failed = self._failed
+        if failed is None or failed.turn_id != request.turn_id:
+            return TurnEnd("error", NO_FAILED_CALL, resumable=True)
+        return await self._run(request, events, failed)
+
+    async def _run(
+        self, request: TurnRequest, events: TurnEvents, rewind: FailedTurn | None
+    ) -> TurnEnd:
         async with self._turn_lock:
+            self._failed = None
             turn = Turn(
                 events,
                 request.turn_id,
@@ -357,7 +444,13 @@ class ClaudeChat:
                 relist = self._client_tools is not None and self._client_tools.offer(
                     self._context.client_tools() if self._context.client_tools else ()
                 )
-                if not self._alive() or relist:
+                if rewind is not None:
+                    await self._stop()
+                    try:
+                        await self._rewind(rewind)
+                    except BackendError as error:
+                        return TurnEnd("error", str(error))
+                elif not self._alive() or relist:
                     # A changed set of client tools starts the CLI again, resumed, as VS Code's
                     # Claude rebinds its query at the next send: the CLI lists an in-process
                     # server's tools once, and takes no reconnect of one.
@@ -386,6 +479,7 @@ class ClaudeChat:
                 earlier = earlier_conversation(self._history) if self._history_due else None
                 self._history_due = False
                 prompt = user_message(request, earlier)
+                cut = self._last_entry
                 try:
                     await client.query(_one(prompt))
                 except Exception as error:
@@ -395,6 +489,9 @@ class ClaudeChat:
                 end = await self._wait(turn, reading)
                 if end.state == "complete":
                     self._history.append({"user": request.text, "assistant": "".join(turn.said)})
+                elif end.state == "error" and _model_call_failed(turn, end):
+                    self._failed = FailedTurn(request.turn_id, cut, prompt["uuid"])
+                    return dataclasses.replace(end, resumable=True)
                 return end
             finally:
                 self._turn = None
@@ -415,6 +512,12 @@ class ClaudeChat:
                     self._agent.costs[self.backend_id or message.session_id] = 0.0
                 if isinstance(message, AssistantMessage):
                     self._keep_commands(message)
+                if (
+                    isinstance(message, AssistantMessage | UserMessage)
+                    and message.parent_tool_use_id is None
+                    and message.uuid
+                ):
+                    self._last_entry = message.uuid
                 if self._background.apply(message):
                     self._report_background()
                 if isinstance(message, SystemMessage) and message.subtype == "init":
@@ -652,6 +755,17 @@ def _system_prompt(memory: str | None) -> SystemPromptPreset:
     if memory:
         preset["append"] = memory
     return preset
+
+
+def _model_call_failed(turn: Turn, end: TurnEnd) -> bool:
+    """Whether the turn ended because a model call failed, which asking again may mend: not a
+    refused sign-in, and not a turn that failed before the CLI or with it (no model error)."""
+    return (
+        turn.model_error is not None
+        and turn.model_error not in NOT_RESUMABLE
+        and not turn.cancelled.is_set()
+        and end.state == "error"
+    )
 
 
 def _took_in(result: ResultMessage, prompt: str) -> bool:

@@ -136,6 +136,9 @@ class Turn:
     model: str | None = None
     #: The tokens the last model call read and wrote: how full the context window is.
     context_used: int | None = None
+    #: How the CLI said a model call of this turn failed (AssistantMessage.error: rate_limit,
+    #: server_error, invalid_request, authentication_failed, ...), where one did.
+    model_error: str | None = None
     #: Block index -> tool call id, within the model message being streamed.
     _blocks: dict[int, str] = field(default_factory=dict)
 
@@ -156,6 +159,7 @@ class Turn:
             self._stream(message.event)
         elif isinstance(message, AssistantMessage):
             self.model = message.model or self.model
+            self.model_error = message.error or self.model_error
             for block in message.content:
                 if isinstance(block, ToolUseBlock):
                     self._whole_call(block)
