@@ -24,11 +24,9 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-import shutil
 import uuid
 from collections import deque
 from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -63,6 +61,13 @@ from ..served_client_tools import SERVER_NAME
 from .background_tasks import BackgroundTasks
 from .cli_process import JailedCliTransport, bundled_cli
 from .client_tools_server import ClientToolsServer
+from .failed_turns import (
+    DROPS_REFUSED,
+    NO_FAILED_CALL,
+    FailedTurn,
+    forget_transcript,
+    model_call_failed,
+)
 from .mcp_config import contributor, mcp_state, server_names, write_config
 from .permissions import Decision, decide, managed_settings_json
 from .project_memory import project_memory
@@ -86,25 +91,6 @@ STATUS_ACTIVITY = {"requesting": "Thinking", "compacting": "Compacting the conve
 _ENDED = object()
 #: How many of the CLI's last stderr lines are kept to explain why it failed.
 STDERR_TAIL_LINES = 20
-#: A model call failed for these reasons is not asked again: nobody is signed in to ask it.
-NOT_RESUMABLE = ("authentication_failed", "billing_error")
-#: The CLI's words when the conversation after a cut point is not the failed turn's alone.
-DROPS_REFUSED = "Resume rejected by --resume-drops-turn"
-NO_FAILED_CALL = "This conversation holds no failed model call to ask again."
-
-
-@dataclass(frozen=True)
-class FailedTurn:
-    """A turn whose model call failed, which chat/turnResume may run again."""
-
-    turn_id: str
-    #: The last entry of the conversation before the turn's prompt (None: the turn was the
-    #: conversation's first), where the conversation is cut back to.
-    cut: str | None
-    #: The uuid the turn's prompt was sent under: what the cut drops.
-    prompt: str
-
-
 PERMISSION_MODES: tuple[PermissionMode, ...] = (
     "default",
     "acceptEdits",
@@ -327,7 +313,7 @@ class ClaudeChat:
         assert session is not None
         if failed.cut is None:
             # Its first turn failed: nothing to cut back to, so it starts over under its id.
-            self._forget_transcript(session)
+            forget_transcript(self._projects(), session)
             await self._connect(session_id=session)
             self._agent.costs[session] = 0.0
             self._history_due = bool(self._history)
@@ -342,12 +328,6 @@ class ClaudeChat:
             log.warning("%s: %s; resuming the conversation whole", self._name, error)
             await self._connect(resume=session)
         self._last_entry = failed.cut
-
-    def _forget_transcript(self, session: str) -> None:
-        """The CLI's record of a conversation (its transcript, and its subagents' beside it)."""
-        for transcript in self._projects().glob(f"*/{session}.jsonl"):
-            shutil.rmtree(transcript.with_suffix(""), ignore_errors=True)
-            transcript.unlink(missing_ok=True)
 
     def _on_stderr(self, line: str) -> None:
         self._stderr.append(line[:500])
@@ -489,7 +469,7 @@ class ClaudeChat:
                 end = await self._wait(turn, reading)
                 if end.state == "complete":
                     self._history.append({"user": request.text, "assistant": "".join(turn.said)})
-                elif end.state == "error" and _model_call_failed(turn, end):
+                elif end.state == "error" and model_call_failed(turn, end):
                     self._failed = FailedTurn(request.turn_id, cut, prompt["uuid"])
                     return dataclasses.replace(end, resumable=True)
                 return end
@@ -755,17 +735,6 @@ def _system_prompt(memory: str | None) -> SystemPromptPreset:
     if memory:
         preset["append"] = memory
     return preset
-
-
-def _model_call_failed(turn: Turn, end: TurnEnd) -> bool:
-    """Whether the turn ended because a model call failed, which asking again may mend: not a
-    refused sign-in, and not a turn that failed before the CLI or with it (no model error)."""
-    return (
-        turn.model_error is not None
-        and turn.model_error not in NOT_RESUMABLE
-        and not turn.cancelled.is_set()
-        and end.state == "error"
-    )
 
 
 def _took_in(result: ResultMessage, prompt: str) -> bool:
