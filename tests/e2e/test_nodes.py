@@ -48,6 +48,20 @@ def beside(server: ServerProcess, **env: str) -> ServerProcess:
     return ServerProcess(env_extra={"AHPD_NODE_LEASE_SECONDS": str(LEASE_SECONDS), **shared, **env})
 
 
+def said(server: ServerProcess, *args: str) -> str:
+    """What `manage.py ahpd <args>` prints for a person."""
+    done = subprocess.run(
+        [sys.executable, "manage.py", "ahpd", *args],
+        cwd=REPO,
+        env=server.env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
 def test_a_started_server_is_a_node_listed_with_where_it_listens(server):
     [node] = nodes(server)
     assert node["id"] == NODE
@@ -60,25 +74,9 @@ def test_a_started_server_is_a_node_listed_with_where_it_listens(server):
     assert {k: v for k, v in row.items() if k != "leaseUntil"} == {
         k: v for k, v in node.items() if k != "leaseUntil"
     }
-    shown = subprocess.run(
-        [sys.executable, "manage.py", "ahpd", "nodes"],
-        cwd=REPO,
-        env=server.env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert shown.returncode == 0, shown.stderr
-    assert shown.stdout.startswith(f"{NODE}  ws://127.0.0.1:{server.port}/  pid {server.pid}")
-    status = subprocess.run(
-        [sys.executable, "manage.py", "ahpd", "status"],
-        cwd=REPO,
-        env=server.env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert f"nodes: {NODE}\n" in status.stdout
+    shown = said(server, "nodes")
+    assert shown.startswith(f"{NODE}  ws://127.0.0.1:{server.port}/  pid {server.pid}")
+    assert f"nodes: {NODE}\n" in said(server, "status")
 
 
 @on_postgres
