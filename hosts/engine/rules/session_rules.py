@@ -58,6 +58,7 @@ SESSION_RULES = (
     ActionRule("session/inputNeededRemoved", said_by_host=True),
     # What its agent is doing (sessions/agent_reports.py).
     ActionRule("session/activityChanged", said_by_host=True),
+    ActionRule("session/metaChanged", said_by_host=True),
     ActionRule("session/titleChanged", grant="session:rename", effect=_title, said_by_host=True),
     ActionRule(
         "session/isReadChanged",
