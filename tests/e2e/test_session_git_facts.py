@@ -188,8 +188,9 @@ async def test_a_folder_outside_git_has_no_git_key_until_it_is_one(
     ]
 
 
-async def test_a_planted_git_file_naming_another_repository_is_not_read(
-    server: ServerProcess, connect: Any, place: Path
+@pytest.mark.parametrize("planted", ["file", "link"])
+async def test_a_planted_git_naming_another_repository_is_not_read(
+    server: ServerProcess, connect: Any, place: Path, planted: str
 ) -> None:
     # Another person's repository, on a branch whose name is theirs to know.
     theirs = place / "theirs"
@@ -197,7 +198,10 @@ async def test_a_planted_git_file_naming_another_repository_is_not_read(
     commit(theirs, "secret.txt", "theirs\n")
     mine = place / "mine"
     mine.mkdir()
-    (mine / ".git").write_text(f"gitdir: {theirs / '.git'}\n")
+    if planted == "file":
+        (mine / ".git").write_text(f"gitdir: {theirs / '.git'}\n")
+    else:
+        (mine / ".git").symlink_to(theirs / ".git")
     client, session, chat = await opened(server, connect, mine)
     await bang(
         client,
@@ -229,3 +233,30 @@ async def test_a_repositorys_configuration_runs_nothing_when_it_is_read(
     client, session, _ = await opened(server, connect, repo)
     await git_said(client, session, {"branchName": "main", "uncommittedChanges": 0})
     assert sorted(p.name for p in ran.parent.iterdir() if p.name.startswith("ran")) == []
+
+
+async def test_a_session_read_back_after_a_restart_says_where_git_stands_now(
+    server: ServerProcess, connect: Any, place: Path
+) -> None:
+    work = clone_with_drift(place)
+    client, session, chat = await opened(server, connect, work)
+    facts = {
+        "branchName": "feature",
+        "upstreamBranchName": "origin/feature",
+        "outgoingChanges": 1,
+        "incomingChanges": 1,
+        "uncommittedChanges": 2,
+    }
+    await git_said(client, session, facts)
+    # A turn (the session is announced and kept), and its read said: this server reads no more.
+    await bang(client, chat, "touch more.txt")
+    await git_said(client, session, {**facts, "uncommittedChanges": 3})
+    await client.close()
+    # Moved behind the server's back: a restart reads it again rather than saying what it held.
+    git(work, "add", "-A")
+    git(work, *WHO, "commit", "-q", "-m", "behind its back")
+    server.restart()
+    again = await connect(server.url)
+    await again.initialize()
+    await again.request("subscribe", {"channel": session})
+    await git_said(again, session, {**facts, "outgoingChanges": 2, "uncommittedChanges": 0})

@@ -206,7 +206,9 @@ def _planted(marker: Path, gitdir: Path) -> bool:
     a submodule's, kept under `.git/modules/` of a working tree above it."""
     back = gitdir / "gitdir"
     with contextlib.suppress(OSError):
-        if back.is_file() and Path(back.read_text().strip()).resolve() == marker.resolve():
+        # Absolute, or relative to that folder (worktree.useRelativePaths).
+        named = (gitdir / back.read_text().strip()).resolve() if back.is_file() else None
+        if named == marker.resolve():
             return False
     return not any(
         gitdir.is_relative_to((above / ".git" / "modules").resolve())
@@ -216,9 +218,10 @@ def _planted(marker: Path, gitdir: Path) -> bool:
 
 def own_repository(folder: Path) -> Path | None:
     """The top of the working tree `folder` lies in, as `repository_of` finds it, and None
-    where its `.git` is a file naming a repository that is not its own (`_planted`)."""
+    where its `.git` is a file naming a repository that is not its own (`_planted`), or a
+    symbolic link (to anywhere: git makes none)."""
     top = repository_of(folder)
-    if top is None:
+    if top is None or (top / ".git").is_symlink():
         return None
     gitdir = _named_gitdir(top / ".git")
     return top if gitdir is None or not _planted(top / ".git", gitdir) else None
