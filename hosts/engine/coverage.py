@@ -30,6 +30,8 @@ def action_status(rule: ActionRule | None, client: bool) -> str:
         return "✅ refused `Unsupported action`, as VS Code's host does"
     if rule is not None and (rule.served or rule.said_by_host):
         return "✅"
+    if rule is not None and rule.never_said is not None:
+        return f"✅ never said: {rule.never_said}"
     return "refused (not served yet)" if client else "not said yet"
 
 

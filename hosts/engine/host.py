@@ -36,6 +36,7 @@ from .clock import now_ms
 from .connection import Connection
 from .fanout import Fanout
 from .folder_watchers import FolderWatchers
+from .git_facts import GitFacts
 from .host_settings import HostSettings as HostSettings
 from .permissions import Permissions
 from .placement import HereOnly, Placement, Relay
@@ -49,6 +50,7 @@ from .resources.watches import Watches
 from .sessions import Presence, RunningAgents, Sessions, Turns
 from .sessions.attachments import Attachments
 from .sessions.folder_customization_watches import FolderCustomizations
+from .sessions.live_session import LiveChat
 from .sessions.local_commands import LocalCommands
 from .sessions.mcp_servers import McpServersOfSessions
 from .telemetry import Telemetry
@@ -176,7 +178,7 @@ class Host:
             ),
         )
         self.turns.hooks.starting = self.changesets.starting
-        self.turns.hooks.ended = self.changesets.ended
+        self.turns.hooks.ended = self._turn_ended
         #: The ahp-otlp channels: log lines, turn spans, GenAI metrics (telemetry/).
         self.telemetry = Telemetry(
             self.fanout,
@@ -210,6 +212,10 @@ class Host:
         self.resource_tokens.on_pushed.append(self.mcp_servers.token_pushed)
         self.sessions.on_opened.append(self.mcp_servers.opened)
         self.sessions.on_disposed.append(self.mcp_servers.disposed)
+        #: Where each session's git working tree stands, said under its `_meta.git`.
+        self.git_facts = GitFacts(self.sessions)
+        self.sessions.on_opened.append(self.git_facts.opened)
+        self.sessions.on_disposed.append(self.git_facts.disposed)
         #: What a new session of any agent starts with (AgentInfo.customizations): the MCP
         #: servers offered host-wide, read as the host starts.
         self.agent_customizations: list[dict[str, Any]] = []
@@ -241,6 +247,11 @@ class Host:
         in_session = changesets.session_uri_of(uri) or session_annotations.session_uri_of(uri)
         record = self.sessions.record_of(in_session or uri)
         return record if record is not None else self.terminals.whose(uri)
+
+    def _turn_ended(self, chat: LiveChat, turn_id: str) -> None:
+        """What hears a turn end: the tree it left (changesets) and where git stands."""
+        self.changesets.ended(chat, turn_id)
+        self.git_facts.ended(chat, turn_id)
 
     def _session_of_chat(self, uri: str) -> tuple[str, str] | None:
         """The session a chat is in (its URI) and its agent's provider, for telemetry."""
@@ -351,6 +362,7 @@ class Host:
         await self.mcp_servers.stop()
         await self.watches.stop()
         await self.changesets.stop()
+        await self.git_facts.stop()
         await self.folder_customizations.stop()
         await self.folder_watchers.stop()
         await self.running_agents.drain()

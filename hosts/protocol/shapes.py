@@ -41,7 +41,20 @@ class ChatRow(TypedDict):
     status: int
 
 
-SessionMeta = TypedDict("SessionMeta", {"ahpd.owner": str})
+#: Where a session's git working tree stands, in the keys VS Code's host writes under
+#: `_meta.git` (changesets/git.py: branch_facts).
+class SessionGit(TypedDict, total=False):
+    branchName: str
+    upstreamBranchName: str
+    outgoingChanges: int
+    incomingChanges: int
+    uncommittedChanges: int
+    baseBranchName: str
+
+
+SessionMeta = TypedDict(
+    "SessionMeta", {"ahpd.owner": NotRequired[str], "git": NotRequired[SessionGit]}
+)
 
 
 class SessionSummary(TypedDict):

@@ -27,7 +27,15 @@ def test_every_client_dispatchable_action_has_an_effect_or_an_explicit_refusal()
 def test_a_host_only_action_has_no_client_side():
     for action_type, rule in RULES.items():
         if not ACTIONS[action_type].client_dispatchable:
-            assert rule.said_by_host and rule.effect is None and rule.refusal is None, action_type
+            # Said, or never said for a reason the coverage table gives; never both.
+            assert rule.said_by_host != (rule.never_said is not None), action_type
+            assert rule.effect is None and rule.refusal is None, action_type
+
+
+def test_only_a_host_action_is_never_said_for_a_reason():
+    for action_type, rule in RULES.items():
+        if rule.never_said is not None:
+            assert not ACTIONS[action_type].client_dispatchable, action_type
 
 
 def test_a_served_client_action_names_a_grant():

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ...backends.sandbox import Jail, Sandbox
+from ...protocol.shapes import SessionGit
 
 #: The environment every git call runs with: no prompt, no pager, plain messages.
 _ENV = {
@@ -172,23 +173,58 @@ async def _start(
 
 def _git_folders(top: Path) -> tuple[Path, ...]:
     """Where a working tree's repository lies when its `.git` is a file (a worktree's, a
-    submodule's): that folder and the one it shares objects with."""
-    marker = top / ".git"
-    if not marker.is_file():
+    submodule's): that folder and the one it shares objects with. A `.git` file naming a
+    folder that is not its own (`_planted`) gets nothing bound."""
+    gitdir = _named_gitdir(top / ".git")
+    if gitdir is None or _planted(top / ".git", gitdir):
         return ()
-    try:
-        line = marker.read_text(errors="replace").strip()
-    except OSError:
-        return ()
-    if not line.startswith("gitdir:"):
-        return ()
-    gitdir = (top / line.removeprefix("gitdir:").strip()).resolve()
     found = [gitdir]
     common = gitdir / "commondir"
     if common.is_file():
         with contextlib.suppress(OSError):
             found.append((gitdir / common.read_text().strip()).resolve())
     return tuple(p for p in found if p.exists())
+
+
+def _named_gitdir(marker: Path) -> Path | None:
+    """The folder a `.git` file names (`gitdir: <path>`), or None where it is no such file."""
+    if not marker.is_file():
+        return None
+    try:
+        line = marker.read_text(errors="replace").strip()
+    except OSError:
+        return None
+    if not line.startswith("gitdir:"):
+        return None
+    return (marker.parent / line.removeprefix("gitdir:").strip()).resolve()
+
+
+def _planted(marker: Path, gitdir: Path) -> bool:
+    """Whether a `.git` file names a repository that is not this working tree's: anybody who
+    can write a folder can write a `.git` file naming another person's repository in it. Git
+    makes two kinds: a linked worktree's, whose folder names the file back (its `gitdir`), and
+    a submodule's, kept under `.git/modules/` of a working tree above it."""
+    back = gitdir / "gitdir"
+    with contextlib.suppress(OSError):
+        # Absolute, or relative to that folder (worktree.useRelativePaths).
+        named = (gitdir / back.read_text().strip()).resolve() if back.is_file() else None
+        if named == marker.resolve():
+            return False
+    return not any(
+        gitdir.is_relative_to((above / ".git" / "modules").resolve())
+        for above in marker.parent.resolve().parents
+    )
+
+
+def own_repository(folder: Path) -> Path | None:
+    """The top of the working tree `folder` lies in, as `repository_of` finds it, and None
+    where its `.git` is a file naming a repository that is not its own (`_planted`), or a
+    symbolic link (to anywhere: git makes none)."""
+    top = repository_of(folder)
+    if top is None or (top / ".git").is_symlink():
+        return None
+    gitdir = _named_gitdir(top / ".git")
+    return top if gitdir is None or not _planted(top / ".git", gitdir) else None
 
 
 def repository_of(folder: Path) -> Path | None:
@@ -376,3 +412,60 @@ async def identity_env(top: Path, name: str, email: str) -> dict[str, str]:
         "GIT_COMMITTER_NAME": name,
         "GIT_COMMITTER_EMAIL": email,
     }
+
+
+async def branch_facts(top: Path) -> SessionGit:
+    """Where a working tree stands, in the keys VS Code's host writes under a session's
+    `_meta.git`: branchName (none when HEAD is detached), upstreamBranchName, the commits it
+    is ahead of its upstream (outgoingChanges) and behind it (incomingChanges), how many
+    paths differ from HEAD, untracked ones too (uncommittedChanges), and for a linked
+    worktree the branch it was made beside (baseBranchName)."""
+    _, out = await run(top, "status", "--porcelain=v2", "-z", "--branch")
+    facts: SessionGit = {}
+    changes = 0
+    fields = out.decode(errors="surrogateescape").split("\0")
+    i = 0
+    while i < len(fields):
+        entry = fields[i]
+        i += 1
+        if entry.startswith("# branch.head "):
+            name = entry.removeprefix("# branch.head ")
+            if name != "(detached)":
+                facts["branchName"] = name
+        elif entry.startswith("# branch.upstream "):
+            facts["upstreamBranchName"] = entry.removeprefix("# branch.upstream ")
+        elif entry.startswith("# branch.ab "):
+            ahead, _, behind = entry.removeprefix("# branch.ab ").partition(" ")
+            if ahead.lstrip("+").isdigit() and behind.lstrip("-").isdigit():
+                facts["outgoingChanges"] = int(ahead.lstrip("+"))
+                facts["incomingChanges"] = int(behind.lstrip("-"))
+        elif entry[:2] in ("1 ", "2 ", "u ", "? "):
+            changes += 1
+            if entry.startswith("2 "):
+                i += 1  # a rename's or copy's path before it
+    facts["uncommittedChanges"] = changes
+    if (base := await _worktree_base(top)) is not None:
+        facts["baseBranchName"] = base
+    return facts
+
+
+async def _worktree_base(top: Path) -> str | None:
+    """For a linked worktree, the branch it was made beside: the remote's default branch
+    where origin names one, else the branch its main working tree has out. None for a
+    repository's main working tree."""
+    _, out = await run(top, "rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir")
+    own, _, common = out.decode(errors="replace").strip().partition("\n")
+    if Path(own).resolve() == Path(common).resolve():
+        return None
+    status, out = await run(
+        top, "symbolic-ref", "--quiet", "--short", "refs/remotes/origin/HEAD", ok=(0, 1, 128)
+    )
+    if status == 0 and (named := out.decode(errors="replace").strip()):
+        return named.removeprefix("origin/")
+    _, out = await run(top, "worktree", "list", "--porcelain", "-z")
+    for field in out.decode(errors="replace").split("\0"):
+        if field.startswith("branch "):
+            return field.removeprefix("branch ").removeprefix("refs/heads/")
+        if not field:
+            break  # the main working tree's record ends at its first empty field
+    return None

@@ -166,6 +166,8 @@ CHAT_RULES = (
             "chat/error",
             "chat/turnsLoaded",
             "chat/movableChanged",
+            # What a turn waits on before it can run: its agent starting (opening.py).
+            "chat/activityChanged",
             # What the chat's agent runs in the background (sessions/agent_reports.py).
             "chat/backgroundWorkSet",
             "chat/backgroundWorkRemoved",

@@ -81,6 +81,9 @@ class ActionRule:
     unknown_target: str | None = None
     #: This host says it on its own account.
     said_by_host: bool = False
+    #: Why this host never says a host action: nothing here ever moves what it carries, as
+    #: the reference host's own sessions never say it (the coverage table gives the reason).
+    never_said: str | None = None
 
     def needed(self, action: dict[str, Any]) -> str | None:
         return self.grant_for(action) if self.grant_for is not None else self.grant

@@ -58,6 +58,18 @@ SESSION_RULES = (
     ActionRule("session/inputNeededRemoved", said_by_host=True),
     # What its agent is doing (sessions/agent_reports.py).
     ActionRule("session/activityChanged", said_by_host=True),
+    ActionRule("session/metaChanged", said_by_host=True),
+    ActionRule(
+        "session/defaultChatChanged",
+        never_said="this host keeps a session's default chat for the session's life "
+        "(`disposeChat` and `moveChat` leave it), and relays no session another host runs",
+    ),
+    ActionRule(
+        "session/serverToolsChanged",
+        never_said="this host offers an agent no tools of its own: each tool is its "
+        "backend's, an MCP server's (a customization) or a client's (`activeClients`), so "
+        "`serverTools` is never set and nothing moves it",
+    ),
     ActionRule("session/titleChanged", grant="session:rename", effect=_title, said_by_host=True),
     ActionRule(
         "session/isReadChanged",

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...backends.base import AgentChat
 from ...protocol.reducers.chat_tool_calls import skipped
-from ...protocol.shapes import SessionSummary
+from ...protocol.shapes import SessionGit, SessionSummary
 from ..channel import Channel
 from ..fanout import Fanout
 from .customizations import SessionCustomizations
@@ -43,6 +43,9 @@ class LiveSession:
     tool_providers: set[str] = field(default_factory=set)
     #: Its MCP servers (mcp_servers.py), from the moment it opened.
     mcp: SessionMcp | None = None
+    #: Where its git working tree stood when last read (git_facts.py), None outside git or
+    #: before the first read: its `_meta.git` (session_meta.py).
+    git: SessionGit | None = None
 
     def __post_init__(self) -> None:
         self.customizations = SessionCustomizations(self)

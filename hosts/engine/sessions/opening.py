@@ -4,8 +4,9 @@ limit, and the agent handed the chat's kept turns, its folders, its config and i
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from ...backends.base import AgentChat, BackendError, ChatContext
+from ...backends.base import Agent, AgentChat, BackendError, ChatContext
 from ..terminals import Terminals
 from .agent_reports import AgentReports
 from .agent_terminals import AgentTerminals
@@ -33,37 +34,62 @@ async def open_agent_chat(
         agent = sessions.agents.get(record.provider)
         if agent is None:
             raise BackendError(f"No agent is configured for provider {record.provider!r}")
-        await running_agents.make_room(chat)
-        history = [
-            {"user": t["message"].get("text", ""), "assistant": assistant_text(t)}
-            for t in chat.record.turns
-            # A ! command's turn was this host's, never the model's.
-            if t.get("state") == "complete" and command_of(t["message"].get("text", "")) is None
-        ]
-        jail = session_jail(terminals.sandbox, record)
-        mcp = chat.session.mcp
-        if mcp is not None:
-            await mcp.offered()
-        starts_own = bool(getattr(agent, "starts_mcp_servers", False))
-        context = ChatContext(
-            chat=chat.record.uri,
-            working_directories=[file_path(u) for u in record.working_directories] or [Path.cwd()],
-            backend_id=chat.record.backend_id,
-            history=history,
-            config=dict(chat.session.channel.state["config"]["values"]),
-            state_dir=state_dir and state_dir / "agents" / record.provider,
-            terminals=AgentTerminals(terminals, record, chat.record.uri, jail),
-            jail=jail,
-            client_tools=lambda: client_tools_of(
-                chat.session.channel.state, chat.session.tool_providers
-            ),
-            mcp_servers=mcp.enabled() if mcp is not None and starts_own else (),
-            mcp_state=mcp.say_state if mcp is not None else None,
-            mcp=mcp.for_loop() if mcp is not None and not starts_own else None,
-            reports=AgentReports(chat),
-        )
-        chat.agent_chat = await agent.open_chat(context)
-        if chat.agent_chat.backend_id != chat.record.backend_id:
-            chat.record.backend_id = chat.agent_chat.backend_id
-            sessions.save_chat(chat)
-        return chat.agent_chat
+        # What the turn waits on until its agent runs, said as VS Code's host says a first
+        # send's wait (chat/activityChanged), and cleared whatever came of it.
+        chat.say({"type": "chat/activityChanged", "activity": starting_words(agent.info())})
+        try:
+            return await _open(chat, agent, sessions, running_agents, terminals, state_dir)
+        finally:
+            if sessions.chat(chat.record.uri) is chat:
+                chat.say({"type": "chat/activityChanged"})
+
+
+def starting_words(info: dict[str, Any]) -> str:
+    """What a chat says it waits on while its agent starts: the agent by its display name."""
+    return f"Starting {info.get('displayName') or info.get('provider') or 'the agent'}"
+
+
+async def _open(
+    chat: LiveChat,
+    agent: Agent,
+    sessions: Sessions,
+    running_agents: RunningAgents,
+    terminals: Terminals,
+    state_dir: Path | None,
+) -> AgentChat:
+    """Start the chat's agent: room made for it, then its backend's chat opened."""
+    record = chat.session.record
+    await running_agents.make_room(chat)
+    history = [
+        {"user": t["message"].get("text", ""), "assistant": assistant_text(t)}
+        for t in chat.record.turns
+        # A ! command's turn was this host's, never the model's.
+        if t.get("state") == "complete" and command_of(t["message"].get("text", "")) is None
+    ]
+    jail = session_jail(terminals.sandbox, record)
+    mcp = chat.session.mcp
+    if mcp is not None:
+        await mcp.offered()
+    starts_own = bool(getattr(agent, "starts_mcp_servers", False))
+    context = ChatContext(
+        chat=chat.record.uri,
+        working_directories=[file_path(u) for u in record.working_directories] or [Path.cwd()],
+        backend_id=chat.record.backend_id,
+        history=history,
+        config=dict(chat.session.channel.state["config"]["values"]),
+        state_dir=state_dir and state_dir / "agents" / record.provider,
+        terminals=AgentTerminals(terminals, record, chat.record.uri, jail),
+        jail=jail,
+        client_tools=lambda: client_tools_of(
+            chat.session.channel.state, chat.session.tool_providers
+        ),
+        mcp_servers=mcp.enabled() if mcp is not None and starts_own else (),
+        mcp_state=mcp.say_state if mcp is not None else None,
+        mcp=mcp.for_loop() if mcp is not None and not starts_own else None,
+        reports=AgentReports(chat),
+    )
+    chat.agent_chat = await agent.open_chat(context)
+    if chat.agent_chat.backend_id != chat.record.backend_id:
+        chat.record.backend_id = chat.agent_chat.backend_id
+        sessions.save_chat(chat)
+    return chat.agent_chat

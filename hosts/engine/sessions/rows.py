@@ -11,6 +11,7 @@ from ...protocol.reducers._common import (
 from ...protocol.shapes import SessionSummary
 from ..clock import iso
 from .live_session import LiveSession
+from .session_meta import session_meta
 
 
 def session_row(session: LiveSession) -> SessionSummary:
@@ -51,8 +52,9 @@ def _made(session: LiveSession, running: bool) -> SessionSummary:
         ],
         "defaultChat": record.default_chat,
     }
-    if record.owner:
-        row["_meta"] = {"ahpd.owner": record.owner}
+    if meta := session_meta(record, session.git):
+        # The session's own `_meta`, its git facts beside its owner.
+        row["_meta"] = meta
     if record.origin:
         row["origin"] = record.origin
     return row

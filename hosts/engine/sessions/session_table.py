@@ -35,6 +35,7 @@ from .records import (
     status_bits,
 )
 from .rows import session_row
+from .session_meta import session_meta
 
 EMPTY_CONFIG_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 
@@ -148,7 +149,7 @@ class Sessions:
             "defaultChat": record.default_chat,
             "workingDirectories": list(record.working_directories),
             **({"changesets": found} if (found := self.catalogue_of(record)) else {}),
-            **({"_meta": {"ahpd.owner": record.owner}} if record.owner else {}),
+            **({"_meta": meta} if (meta := session_meta(record, None)) else {}),
             **({"origin": record.origin} if record.origin else {}),
             "config": {
                 "schema": agent.session_config_schema() if agent else EMPTY_CONFIG_SCHEMA,
@@ -370,6 +371,22 @@ class Sessions:
                 "root/sessionSummaryChanged",
                 session.record,
                 {"session": session.record.uri, "changes": changes},
+            )
+
+    def say_meta(self, session: LiveSession) -> None:
+        """Say the session's `_meta` whole (session/metaChanged replaces it: session_meta.py)
+        where it moved, and its row's, to the root's watchers who may read it."""
+        if not self.holds(session):
+            return
+        meta = session_meta(session.record, session.git)
+        if session.channel.state.get("_meta", {}) == meta:
+            return
+        session.say({"type": "session/metaChanged", "_meta": meta})
+        if session.record.announced:
+            self._notify_root(
+                "root/sessionSummaryChanged",
+                session.record,
+                {"session": session.record.uri, "changes": {"_meta": meta}},
             )
 
     def chat_row_moved(self, chat: LiveChat) -> None:
