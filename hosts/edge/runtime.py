@@ -16,7 +16,7 @@ import concurrent.futures
 import gc
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -211,6 +211,26 @@ def forget_principals(tokens: list[int] | None, timeout: float = 10.0) -> None:
     except RuntimeError:
         return  # the loop is closed: the engine, and what it kept, are gone
     taken.result(timeout)
+
+
+def tell_engine(work: Callable[[Host], Coroutine[Any, Any, Any]]) -> None:
+    """Have this process's engine, if it runs, do `work` on its loop, from any thread, without
+    waiting for it (what it fails with is logged): how a change the engine did not make (a
+    registry row the admin saved) reaches it."""
+    host, loop = _host, _loop
+    if host is None or loop is None:
+        return
+
+    async def run() -> None:
+        try:
+            await work(host)
+        except Exception:
+            log.exception("the engine could not take a change made outside it")
+
+    try:
+        asyncio.run_coroutine_threadsafe(run(), loop)
+    except RuntimeError:
+        pass  # the loop is closed: the engine is gone
 
 
 def engine_loop() -> asyncio.AbstractEventLoop:

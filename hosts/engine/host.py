@@ -282,6 +282,14 @@ class Host:
             for agent in self.sessions.agents.values()
         ]
 
+    async def mcp_registry_changed(self) -> None:
+        """The team's MCP servers were changed: what a new session starts with (each agent's
+        customizations, said where it moved) and what every running session is offered are
+        read again."""
+        self.agent_customizations = await self.mcp_servers.host_wide()
+        self._agents_changed()
+        await self.mcp_servers.registry_changed()
+
     def _agents_changed(self) -> None:
         """An agent learned what it offers (an ACP agent's models, at its first session): said
         to every client, so a model picker is not left empty."""

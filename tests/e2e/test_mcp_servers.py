@@ -26,7 +26,8 @@ from tests.e2e.test_sessions import ended, turn
 from tests.support.agents import acp_agent, local_agent
 from tests.support.client import Client
 from tests.support.fake_openai import FakeOpenAi
-from tests.support.server import REPO, ServerProcess
+from tests.support.rest import call
+from tests.support.server import REPO, TOKEN, ServerProcess
 
 SERVER = REPO / "tests" / "agents" / "mcp_test_server.py"
 ENV_SECRET = "env-secret-4a8f0c"
@@ -459,3 +460,85 @@ async def test_a_session_read_back_after_a_restart_is_offered_its_servers_again(
     await again.request("subscribe", {"channel": chat})
     end, _, reply = await ask(again, chat, 'call calc__add {"a": 2, "b": 2}')
     assert end["type"] == "chat/turnComplete" and reply == "The tool said: 4"
+
+
+# -- the registry changed while sessions run ---------------------------------------------------
+
+
+def registry(server: ServerProcess, method: str, path: str, body: Any = None) -> Any:
+    status, answer = call(server, method, "mcp-servers/" + path, TOKEN, body)
+    assert status in (200, 201, 204), answer
+    return answer
+
+
+async def test_a_registry_change_reaches_the_running_sessions_of_whom_it_is_offered(
+    server, connect, workdir, tokens, web_url
+):
+    olga = await signed_in(server, connect, tokens["olga"])
+    session, _ = await new_session(olga, workdir)
+    await listed(olga, session)
+    other = await signed_in(server, connect, tokens["max"])
+    elsewhere, _ = await new_session(other, workdir)
+    await listed(other, elsewhere)
+    stdio = {"name": "extra", "command": sys.executable, "args": [str(SERVER)]}
+    registry(server, "POST", "", {**stdio, "offeredTo": ["user:olga"]})
+    try:
+        # Listed at once in her running session, stopped; not in another member's.
+        added = await olga.wait_for(lambda: servers_of(olga, session).get("mcp:extra"))
+        assert added["state"] == {"kind": "stopped"} and added["uri"] == "ahpd-mcp:extra"
+        assert "rejectionReason" not in await request(olga, session, "Start", "mcp:extra")
+        await state_becomes(olga, session, "mcp:extra", "ready")
+
+        # Redefined: its row said updated alone, and the running server started again on
+        # what it is now.
+        registry(server, "PATCH", "extra/", {"transport": "http", "url": web_url})
+        updated = await olga.wait_action(
+            lambda e: (
+                e["channel"] == session and e["action"]["type"] == "session/customizationUpdated"
+            ),
+            timeout=30,
+        )
+        assert updated["action"]["customization"]["uri"] == web_url.split("?")[0]
+        await olga.wait_for(
+            lambda: (
+                servers_of(olga, session)["mcp:extra"]["state"]["kind"] == "ready"
+                and servers_of(olga, session)["mcp:extra"]["uri"] != "ahpd-mcp:extra"
+            ),
+            timeout=60,
+        )
+    finally:
+        registry(server, "DELETE", "extra/")
+    # Taken out: said removed, one at a time, and gone from her session.
+    removed = await olga.wait_action(
+        lambda e: (
+            e["channel"] == session
+            and e["action"] == {"type": "session/customizationRemoved", "id": "mcp:extra"}
+        ),
+        timeout=30,
+    )
+    assert removed["action"]["id"] == "mcp:extra"
+    assert "mcp:extra" not in servers_of(olga, session)
+    assert not any(
+        e["channel"] == elsewhere and "ustomization" in e["action"]["type"] for e in other.actions
+    )
+    await olga.assert_conforms(session)
+    await other.assert_conforms(elsewhere)
+
+
+async def test_a_server_offered_host_wide_is_said_to_every_agent_and_taken_back(
+    server, connect, workdir
+):
+    client = await signed_in(server, connect)
+    body = {"name": "everyone", "command": sys.executable, "args": [str(SERVER)]}
+    registry(server, "POST", "", {**body, "hostWide": True})
+    try:
+
+        def offered() -> set[str]:
+            agents = client.tracked["ahp-root://"][0]["agents"]
+            return {c["id"] for c in agents[0].get("customizations", [])}
+
+        await client.wait_for(lambda: "mcp:everyone" in offered(), timeout=30)
+    finally:
+        registry(server, "DELETE", "everyone/")
+    await client.wait_for(lambda: "mcp:everyone" not in offered(), timeout=30)
+    await client.assert_conforms("ahp-root://")

@@ -52,6 +52,9 @@ SESSION_RULES = (
     ActionRule("session/chatRemoved", said_by_host=True),
     ActionRule("session/chatUpdated", said_by_host=True),
     ActionRule("session/customizationsChanged", said_by_host=True),
+    # A running session's MCP servers as the team's registry moves (sessions/mcp_servers.py).
+    ActionRule("session/customizationUpdated", said_by_host=True),
+    ActionRule("session/customizationRemoved", said_by_host=True),
     ActionRule("session/mcpServerStateChanged", said_by_host=True),
     ActionRule("session/chatsReordered", said_by_host=True),
     ActionRule("session/inputNeededSet", said_by_host=True),

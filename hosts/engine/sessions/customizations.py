@@ -106,6 +106,27 @@ class SessionCustomizations:
         self.parts[source] = [dict(entry) for entry in entries]
         self.publish()
 
+    def replace_part(self, source: str, entries: list[dict[str, Any]]) -> None:
+        """A source's entries replaced while the session runs (what its owner is offered moved):
+        each entry gone said removed, one at a time; each that moved in place said updated,
+        alone; the whole list said only where the state still falls short of it (an entry
+        added)."""
+        assert source in SOURCES, source
+        before = {str(entry.get("id")) for entry in self.parts.get(source, ())}
+        self.parts[source] = [dict(entry) for entry in entries]
+        after = {str(entry.get("id")) for entry in entries}
+        for gone in sorted(before - after):
+            self.session.say({"type": "session/customizationRemoved", "id": gone})
+        held = {
+            str(entry.get("id")): entry
+            for entry in self.session.channel.state.get("customizations", [])
+        }
+        for entry in self.compose():
+            key = str(entry.get("id"))
+            if key in before and key in held and held[key] != entry:
+                self.session.say({"type": "session/customizationUpdated", "customization": entry})
+        self.publish()
+
     def publish(self) -> None:
         composed = self.compose()
         if composed != self.session.channel.state.get("customizations", []):

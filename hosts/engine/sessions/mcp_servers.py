@@ -1,6 +1,6 @@
 """The MCP servers of each session: what its owner is offered (asked of the host's MCP directory
-when the session opens, kept for the session's life: a running session keeps the servers it
-started with), listed as its customizations, and run.
+when the session opens, and again whenever the team's registry is changed), listed as its
+customizations, and run.
 
 Who runs them depends on the session's agent:
 - an agent that starts its own (ACP, `Agent.starts_mcp_servers`) is handed the enabled ones
@@ -118,6 +118,47 @@ class SessionMcp:
             "mcp", [customization(spec) for spec in self.specs.values()]
         )
         self._offered.set()
+
+    async def offer_again(self, directory: McpServerDirectory) -> None:
+        """What the session's owner is offered moved while it runs (the team's registry was
+        changed): the new set replaces the old. A server taken out is said removed and
+        stopped; one whose definition moved (a command, a secret) is stopped and, where it
+        ran, started again on the new one, its row said updated where that moved; one added is
+        listed stopped. An agent that starts its servers itself takes the new set when it next
+        starts."""
+        record = self.session.record
+        try:
+            specs = await directory.offered(record.owner, record.scope)
+        except Exception:
+            log.exception("the MCP servers offered to %s could not be read", record.uri)
+            return
+        before, now = self.specs, {spec.id: spec for spec in specs}
+        if self._closed or now == before:
+            return
+        self.specs = now
+        connections = None if self.agent_starts_them else self._connections
+        if connections is not None:
+            for server_id in before.keys() - now.keys():
+                self._held.discard(server_id)
+                self._spawn(connections.stop(server_id))
+            for server_id in now.keys() & before.keys():
+                if now[server_id] != before[server_id]:
+                    self._spawn(self._restart(connections, now[server_id]))
+        self.session.customizations.replace_part(
+            "mcp",
+            [
+                customization(spec, self.state(spec.id) if spec.id in before else None)
+                for spec in now.values()
+            ],
+        )
+
+    async def _restart(self, connections: SessionMcpServers, spec: McpServerSpec) -> None:
+        """A running server whose definition moved: stopped, and started again on the new one
+        unless it is switched off (one that was not running stays stopped)."""
+        was_running = connections.running(spec.id)
+        await connections.stop(spec.id)
+        if was_running and not self._closed and self.session.customizations.enabled(spec.id):
+            connections.start(spec)
 
     async def offered(self) -> None:
         """Wait until the session's servers are known (a directory that does not answer in
@@ -266,6 +307,18 @@ class McpServersOfSessions:
         )
         session.mcp = mcp
         self.spawn(mcp.offer(self._directory()))
+
+    async def registry_changed(self) -> None:
+        """The team's MCP servers were changed (added, removed, redefined, offered to others):
+        every running session is offered what its owner is offered now."""
+        directory = self._directory()
+        await asyncio.gather(
+            *(
+                session.mcp.offer_again(directory)
+                for session in list(self._sessions())
+                if session.mcp is not None
+            )
+        )
 
     def token_pushed(self, resource: str, person: str) -> None:
         """A person pushed a token for `resource`: their own sessions' servers waiting for that
