@@ -12,13 +12,13 @@ from typing import Any
 from django.db import transaction
 from django.db.models.signals import post_delete, post_save
 
-from hosts.edge.runtime import tell_engine
+from hosts.edge import engine_client
 
 from .models import McpServer
 
 
 def _changed(**_: Any) -> None:
-    transaction.on_commit(lambda: tell_engine(lambda host: host.mcp_registry_changed()))
+    transaction.on_commit(lambda: engine_client.tell(lambda host: host.mcp_registry_changed()))
 
 
 def connect() -> None:

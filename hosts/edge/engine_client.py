@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
 from asgiref.sync import async_to_sync
@@ -67,6 +67,13 @@ def read(work: Callable[[Host], Awaitable[T]], *, what: str, timeout: float = TI
     if _elsewhere:
         raise EngineUnavailable(f"{what}: the engine runs in the server's process, not here")
     return _on_loop(work, what, timeout)
+
+
+def tell(work: Callable[[Host], Coroutine[Any, Any, Any]]) -> None:
+    """Have this process's engine, if one runs here, do `work` without waiting for it (a change
+    the engine did not make, which it takes on its own time); a process running none (a shell,
+    a Celery worker) starts none for it."""
+    runtime.tell_engine(work)
 
 
 def _on_loop(work: Callable[[Host], Awaitable[T]], what: str, timeout: float) -> T:
