@@ -34,6 +34,8 @@ class ClaudeAgent:
     starts_mcp_servers = True
     #: Not yet: a resume would cut the CLI's conversation back with resumeSessionAt.
     resumes_turns = False
+    #: The folders after the first are the CLI's --add-dir; it is resumed in a new set.
+    multiple_working_directories = True
 
     def __init__(self, config: AgentConfig, data_dir: Path) -> None:
         self.config = config

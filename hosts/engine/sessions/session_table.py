@@ -230,6 +230,7 @@ class Sessions:
         scope: str = "",
         derived_chat_uri: bool = False,
         origin: dict[str, Any] | None = None,
+        multi_root: bool = False,
     ) -> LiveSession:
         """A fresh session and its default chat (a derived chat URI for an older VS Code)."""
         created = now_ms()
@@ -246,6 +247,7 @@ class Sessions:
             owner=owner,
             scope=scope,
             origin=origin,
+            multi_root=multi_root,
         )
         session = self._open(record, [ChatRecord(chat_uri, uri, created)])
         if active_client is not None:
