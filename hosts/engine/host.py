@@ -57,7 +57,7 @@ from .terminals.shells import chosen_shell
 from .writebehind import WriteBehind
 
 #: A session's folders, where its agent works in more than one: the first is the agent's
-#: process root, never removed and moved only by session/workingDirectoryReplaced
+#: process root, never removed, and moved only by a replacement of it
 #: (services/working_directories.py).
 FOLDERS_PINNED = {"immutablePrimary": True, "primaryReplacement": True}
 

@@ -20,9 +20,12 @@ from ..host import Host
 from ..sessions import LiveSession
 from .caller import Caller
 
-SET = "session/workingDirectorySet"
-REMOVED = "session/workingDirectoryRemoved"
-REPLACED = "session/workingDirectoryReplaced"
+#: The three, by what follows `session/` in their type (the rules name the types whole).
+SET, REMOVED, REPLACED = (
+    "workingDirectorySet",
+    "workingDirectoryRemoved",
+    "workingDirectoryReplaced",
+)
 
 #: The VS Code windows VS Code's host refuses these actions from: its Agents window, which
 #: names itself so in clientInfo (seed 000, "A VS Code window names itself ..."). A client
@@ -59,7 +62,7 @@ def do_change_working_directories(
     agent = host.sessions.agents.get(provider)
     if not getattr(agent, "multiple_working_directories", False):
         return f"Provider does not support dynamic working-directory changes: {provider}"
-    kind = action["type"]
+    kind = action["type"].removeprefix("session/")
     directory: str = action["directory"]
     named = [directory, action["replacement"]] if kind == REPLACED else [directory]
     for folder in named:
@@ -83,7 +86,7 @@ def do_change_working_directories(
     )
     if added is not None and added not in held:
         # Raises -32602 naming it: outside what this host serves, or no folder.
-        host.served.folder_of(added, kind)
+        host.served.folder_of(added, action["type"])
     caller.say(host, session.channel, action)
     folders = list(session.channel.state.get("workingDirectories") or [])
     if folders != session.record.working_directories:
