@@ -197,10 +197,15 @@ async def test_a_set_a_replacement_and_a_removal_reach_a_second_client_and_the_a
         assert "rejectionReason" not in echo, echo
         await watcher.wait_action(lambda e, seq=echo["serverSeq"]: e["serverSeq"] == seq)
         assert await folders_of(max_, uri) == [f0, f1]
-    # The primary moves only by a replacement.
+    # The primary moves only by a replacement; the changesets, its, start again.
+    changes = f"{uri}/changeset/session"
+    await max_.request("subscribe", {"channel": changes})
     f3 = folder(workdir, "f3")
     assert "rejectionReason" not in await max_.dispatch_and_wait(uri, replaced(f0, f3))
     assert await folders_of(watcher, uri) == [f3, f1]
+    await max_.wait_action(
+        lambda e: e["channel"] == changes and e["action"]["type"] == "changeset/cleared"
+    )
     assert await dirs_said(max_, chat) == [str(workdir / "f3"), str(workdir / "f1")]
     await watcher.assert_conforms(uri)
     await max_.assert_conforms(uri)

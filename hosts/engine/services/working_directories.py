@@ -89,7 +89,12 @@ def do_change_working_directories(
         host.served.folder_of(added, action["type"])
     caller.say(host, session.channel, action)
     folders = list(session.channel.state.get("workingDirectories") or [])
-    if folders != session.record.working_directories:
-        session.record.working_directories = folders
-        host.sessions.touch(session)
+    if folders == session.record.working_directories:
+        return None
+    first_moved = folders[:1] != session.record.working_directories[:1]
+    session.record.working_directories = folders
+    if first_moved:
+        # The changesets are the first folder's (changesets/scopes.py).
+        host.changesets.first_folder_moved(session)
+    host.sessions.touch(session)
     return None
