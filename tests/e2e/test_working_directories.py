@@ -188,6 +188,17 @@ async def test_a_set_a_replacement_and_a_removal_reach_a_second_client_and_the_a
         )
         assert seen["action"] == action
         assert await folders_of(watcher, uri) == expected
+    # Its row in the listing says them too.
+    await watcher.wait_for(
+        lambda: any(
+            method == "root/sessionSummaryChanged"
+            and params["session"] == uri
+            and params["changes"].get("workingDirectories") == [f0, f1]
+            for method, params in watcher.notifications
+        )
+    )
+    listed = (await watcher.request("listSessions", {}))["items"]
+    assert next(r for r in listed if r["resource"] == uri)["workingDirectories"] == [f0, f1]
     # The agent, opened in f0 alone, is opened again in the set at its next turn.
     assert await dirs_said(max_, chat) == [str(workdir / "f0"), str(workdir / "f1")]
 

@@ -96,5 +96,6 @@ def do_change_working_directories(
     if first_moved:
         # The changesets are the first folder's (changesets/scopes.py).
         host.changesets.first_folder_moved(session)
-    host.sessions.touch(session)
+    # Its row in every listing shows its folders.
+    host.sessions.touch(session, moved=("workingDirectories",))
     return None

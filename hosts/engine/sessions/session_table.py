@@ -358,16 +358,17 @@ class Sessions:
 
     # -- what moves -----------------------------------------------------------------------
 
-    def touch(self, session: LiveSession) -> None:
-        """The session changed: its modified time, its place in the catalogue, its row."""
+    def touch(self, session: LiveSession, moved: tuple[str, ...] = ()) -> None:
+        """The session changed: its modified time, its place in the catalogue, its row (with
+        the fields of it named in `moved` said beside those that move with every change)."""
         if not self.holds(session):
             return  # disposed: a late turn end keeps nothing
         session.record.modified_ms = now_ms()
         self.save_session(session)
         if session.record.announced:
             self.catalogue.put(session.record.uri, session.record.modified_ms)
-            summary = session_row(session)
-            changes = {k: summary[k] for k in ("title", "status", "modifiedAt", "chats")}
+            summary: dict[str, Any] = dict(session_row(session))
+            changes = {k: summary[k] for k in ("title", "status", "modifiedAt", "chats", *moved)}
             self._notify_root(
                 "root/sessionSummaryChanged",
                 session.record,
