@@ -238,6 +238,21 @@ async def test_each_refusal_is_vscodes_in_its_order_and_leaves_the_set_alone(
     assert await refused(max_, chat, set_(f1)) == (
         "Session working-directory actions require a session channel."
     )
+    # A reconnect names no clientInfo: the window is what it said it was at initialize.
+    await window.close()
+    back = await connect(server.url, token=tokens["max"], client_id=window.client_id)
+    await back.request(
+        "reconnect",
+        {
+            "channel": ROOT,
+            "clientId": window.client_id,
+            "lastSeenServerSeq": 0,
+            "subscriptions": [uri],
+        },
+    )
+    assert await refused(back, uri, set_(f1)) == (
+        "Session working-directory actions require an Editor Window client."
+    )
 
     fresh, _ = await made(max_, workdir, first_turn=False)
     assert await refused(max_, fresh, set_(f1)) == (
