@@ -457,9 +457,11 @@ class Agent(Protocol):
     starts_mcp_servers: bool
     #: Whether its chats are ResumableChat: a turn they end resumable can be run again.
     resumes_turns: bool
-    #: Whether its agent works in more than one folder, so a session's folders may change:
-    #: a chat opened again (resumed by its backend id) takes the new set at its next turn.
-    multiple_working_directories: bool
+
+    @property
+    def multiple_working_directories(self) -> bool:
+        """Whether its agent works in more than one folder, so a session's folders may change:
+        a chat opened again (resumed by its backend id) takes the new set at its next turn."""
 
     def info(self) -> dict[str, Any]:
         """The AgentInfo root state lists: provider, displayName, description, models."""
