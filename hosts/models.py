@@ -66,6 +66,10 @@ class StoredSession(models.Model):
         blank=True,
         help_text="the enablement decisions kept for its customizations, by id",
     )
+    multi_root = models.BooleanField(
+        default=False,
+        help_text="made by a window of a multi-root workspace: its folders may change",
+    )
 
     class Meta:
         verbose_name = "session"

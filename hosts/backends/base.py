@@ -461,6 +461,11 @@ class Agent(Protocol):
     #: Whether its chats are ResumableChat: a turn they end resumable can be run again.
     resumes_turns: bool
 
+    @property
+    def multiple_working_directories(self) -> bool:
+        """Whether its agent works in more than one folder, so a session's folders may change:
+        a chat opened again (resumed by its backend id) takes the new set at its next turn."""
+
     def info(self) -> dict[str, Any]:
         """The AgentInfo root state lists: provider, displayName, description, models."""
 

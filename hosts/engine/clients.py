@@ -16,6 +16,8 @@ class ClientRecord:
     version: Version
     #: Who made it (the principal's ref at initialize): only they may resume or re-use it.
     principal: str
+    #: The name its clientInfo gave at initialize, which a reconnect does not repeat.
+    client_name: str | None = None
     connections: int = 0
     gone_since: float | None = None
 
@@ -65,6 +67,7 @@ class Clients:
             )
             self._records[conn.client_id] = record
         record.version_text, record.version = conn.version_text, conn.version
+        record.client_name = conn.client_name
         record.connections += 1
         record.gone_since = None
 

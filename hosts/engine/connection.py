@@ -28,6 +28,8 @@ class Connection:
     version: Version | None = None
     #: An older VS Code window, which computes its default chat's URI from the session's.
     legacy_vscode_chat_uris: bool = False
+    #: The name its clientInfo gave at initialize (kept across a reconnect), if any.
+    client_name: str | None = None
     closed: bool = False
     subscriptions: dict[str, Channel] = field(default_factory=dict)
     #: Frames sent to it during the loop's current pass, written together at the pass's end

@@ -58,6 +58,11 @@ from .terminals import Terminals
 from .terminals.shells import chosen_shell
 from .writebehind import WriteBehind
 
+#: A session's folders, where its agent works in more than one: the first is the agent's
+#: process root, never removed, and moved only by a replacement of it
+#: (services/working_directories.py).
+FOLDERS_PINNED = {"immutablePrimary": True, "primaryReplacement": True}
+
 log = logging.getLogger("ahpd.engine")
 connections_log = logging.getLogger("ahpd.connections")
 stop_log = logging.getLogger("ahpd.runtime")
@@ -278,6 +283,11 @@ class Host:
                 **agent.info(),
                 "protectedResources": [USERS_RESOURCE_METADATA],
                 **({"customizations": [dict(c) for c in offered]} if offered else {}),
+                **(
+                    {"capabilities": {"multipleWorkingDirectories": dict(FOLDERS_PINNED)}}
+                    if getattr(agent, "multiple_working_directories", False)
+                    else {}
+                ),
             }
             for agent in self.sessions.agents.values()
         ]

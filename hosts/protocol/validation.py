@@ -455,6 +455,18 @@ def _non_empty(key: str) -> ShapeCheck:
     return check
 
 
+def _non_empty_uri(key: str) -> ShapeCheck:
+    def check(action: Mapping[str, Any]) -> str | None:
+        value = action.get(key)
+        if not isinstance(value, str) or not value:
+            return f"{action['type']}: {key} must be a non-empty URI string"
+        if len(value) > MAX_URI_LENGTH:
+            return f"{action['type']}: {key} is longer than {MAX_URI_LENGTH} characters"
+        return None
+
+    return check
+
+
 def _input_answer_changed(action: Mapping[str, Any]) -> str | None:
     # An absent (or null) answer clears the draft.
     if action.get("answer") is None:
@@ -545,6 +557,11 @@ ACTION_SHAPES: dict[str, ShapeCheck] = {
     "session/mcpServerStartRequested": _field("id", str, "must be a string"),
     "session/mcpServerStopRequested": _field("id", str, "must be a string"),
     "session/mcpServerBackgroundRequested": _field("id", str, "must be a string"),
+    "session/workingDirectorySet": _non_empty_uri("directory"),
+    "session/workingDirectoryRemoved": _non_empty_uri("directory"),
+    "session/workingDirectoryReplaced": _all(
+        _non_empty_uri("directory"), _non_empty_uri("replacement")
+    ),
     "chat/turnStarted": _turn_started,
     "chat/turnCancelled": _all(
         _field("turnId", str, "must be a string"), _field("duration", (int, float), "is required")

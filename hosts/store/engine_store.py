@@ -77,6 +77,7 @@ _SESSION_FIELDS = (
     "reviews",
     "annotations",
     "enablement",
+    "multi_root",
 )
 _CHAT_FIELDS = ("title", "created_ms", "backend_id", "is_read", "is_archived", "draft")
 

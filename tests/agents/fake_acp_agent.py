@@ -43,12 +43,15 @@ message's first word:
   under `claudecode/toolUseId` as Claude Code names it, and the call completed with what the
   server answered. Replies `clienttool: <the result's text>` (`clienttool error: ...` when the
   server answered an error). `clienttool-anon` does the same without the `_meta` id.
+* `dirs?`: replies `dirs: ` and the folders its session was opened in (session/new or load),
+  the cwd first, then the additional directories, joined by ` | `.
 * anything else: `echo: <prompt>`, streamed word by word.
 
 Set `FAKE_ACP_REQUIRE_AUTH=1` to make sessions need `authenticate(method_id="fake-login")`, and
 `FAKE_ACP_NO_LOAD=1` to make the agent say it cannot load sessions. It says it takes MCP servers
 over HTTP unless `FAKE_ACP_NO_MCP_HTTP=1`; a session handed a server whose name starts with
-`broken` is refused, naming it.
+`broken` is refused, naming it. `FAKE_ACP_MORE_DIRS=1` makes it say it takes additional
+directories beside its cwd (`sessionCapabilities.additionalDirectories`).
 """
 
 from __future__ import annotations
@@ -80,6 +83,8 @@ from acp.schema import (
     PermissionOption,
     PromptCapabilities,
     PromptResponse,
+    SessionAdditionalDirectoriesCapabilities,
+    SessionCapabilities,
     SessionConfigOptionSelect,
     SessionConfigSelectOption,
     SessionMode,
@@ -245,6 +250,11 @@ class FakeAgent:
                 load_session=not os.environ.get("FAKE_ACP_NO_LOAD"),
                 mcp_capabilities=McpCapabilities(http=not os.environ.get("FAKE_ACP_NO_MCP_HTTP")),
                 prompt_capabilities=PromptCapabilities(image=True, embedded_context=True),
+                session_capabilities=SessionCapabilities(
+                    additional_directories=SessionAdditionalDirectoriesCapabilities()
+                )
+                if os.environ.get("FAKE_ACP_MORE_DIRS")
+                else None,
             ),
             auth_methods=[AuthMethodAgent(id=AUTH_METHOD, name="Fake login")],
             agent_info=Implementation(name="fake-acp-agent", title="Fake ACP agent", version="1"),
@@ -265,7 +275,8 @@ class FakeAgent:
         mcp = _mcp_servers(kwargs.get("mcp_servers"))
         session_id = f"fake-{uuid.uuid4().hex[:12]}"
         self._handed[session_id] = list(kwargs.get("mcp_servers") or [])
-        self._save(session_id, {"cwd": cwd, "history": [], "mcp": mcp})
+        more = list(kwargs.get("additional_directories") or [])
+        self._save(session_id, {"cwd": cwd, "more": more, "history": [], "mcp": mcp})
         self._announce_commands_later(session_id)
         return NewSessionResponse(
             session_id=session_id, modes=_modes(), config_options=[_model_option()]
@@ -275,6 +286,7 @@ class FakeAgent:
         self._check_auth()
         data = self._load(session_id)
         data["cwd"] = cwd
+        data["more"] = list(kwargs.get("additional_directories") or [])
         data["mcp"] = _mcp_servers(kwargs.get("mcp_servers"))
         self._handed[session_id] = list(kwargs.get("mcp_servers") or [])
         self._save(session_id, data)
@@ -363,6 +375,8 @@ class FakeAgent:
             reply = _put(cwd / words[1], " ".join(words[2:]))
         elif verb == "signal" and len(words) > 1:
             reply = _signalled(int(words[1]))
+        elif verb == "dirs?":
+            reply = "dirs: " + " | ".join([data["cwd"], *data.get("more", [])])
         elif verb == "mcp?":
             reply = "mcp: " + (" | ".join(data.get("mcp") or []) or "none")
         elif verb in ("clienttool", "clienttool-anon") and len(words) > 1:

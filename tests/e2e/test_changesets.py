@@ -149,13 +149,14 @@ async def test_a_session_in_git_lists_its_uncommitted_changes_and_one_elsewhere_
         "uncommitted": changeset_of(session),
         "session": f"{session}/changeset/session",
         "turn": f"{session}/changeset/turn/{{turnId}}",
+        "compare-turns": f"{session}/changeset/compare/{{originalTurnId}}/{{modifiedTurnId}}",
     }
     plain = Path(tempfile.mkdtemp(prefix="ahpd-cs-plain-"))
     try:
         # Outside git: the session's and its turns' changes, kept by this host; no HEAD.
         other, _ = await new_session(client, plain, provider="fake")
         kinds = {e["changeKind"] for e in client.tracked[other][0]["changesets"]}
-        assert kinds == {"session", "turn"}
+        assert kinds == {"session", "turn", "compare-turns"}
         with pytest.raises(RpcError) as refused:
             await client.request("subscribe", {"channel": changeset_of(other)})
         assert refused.value.code == -32001
@@ -405,7 +406,12 @@ async def test_review_ticks_hold_on_the_sessions_and_a_turns_changes_until_the_f
     # The catalogue says which changesets keep a review: not the working tree's.
     catalogue = client.tracked[session][0]["changesets"]
     reviewable = {c["changeKind"]: "review" in c.get("capabilities", {}) for c in catalogue}
-    assert reviewable == {"uncommitted": False, "session": True, "turn": True}
+    assert reviewable == {
+        "uncommitted": False,
+        "session": True,
+        "turn": True,
+        "compare-turns": True,
+    }
     assert all(len(row["_meta"]["ahpd.blob"]) == 40 for row in rows.values())
 
     ids = [rows["b.txt"]["id"], rows["c.txt"]["id"]]
@@ -553,6 +559,62 @@ async def test_the_sessions_and_each_turns_changes_and_a_revert_to_what_the_sess
         await client.assert_conforms(uri)
 
 
+async def test_two_turns_compared_from_the_tree_one_left_to_the_tree_the_other_left(
+    server, connect, repo
+):
+    client, session, chat = await opened(server, connect, repo)
+    first = await ask(client, chat, "!printf 'one\\n' > b.txt")
+    second = await ask(client, chat, "!printf 'two\\n' > b.txt && printf 'new\\n' > c.txt")
+    third = await ask(client, chat, "!rm c.txt && printf 'd\\n' > d.txt")
+
+    def compare(a: dict[str, Any], b: dict[str, Any]) -> str:
+        return f"{session}/changeset/compare/{a['turnId']}/{b['turnId']}"
+
+    one_two = compare(first, second)
+    assert (await watched(client, one_two))["operations"] == []
+    rows = await files_named(client, one_two, "b.txt", "c.txt")
+    b = rows["b.txt"]["edit"]
+    before = await client.request("resourceRead", {"uri": b["before"]["content"]["uri"]})
+    after = await client.request("resourceRead", {"uri": b["after"]["content"]["uri"]})
+    assert (before["data"], after["data"]) == ("one\n", "two\n")
+    assert "before" not in rows["c.txt"]["edit"]
+    # What the tree holds now is not what the turn left: the after side stays the turn's.
+    (repo / "b.txt").write_text("changed since\n")
+    again = await client.request("resourceRead", {"uri": b["after"]["content"]["uri"]})
+    assert again["data"] == "two\n"
+
+    # From the first turn's end to the third's: c.txt came and went, so it is not there.
+    one_three = compare(first, third)
+    await watched(client, one_three)
+    await files_named(client, one_three, "b.txt", "d.txt")
+    same = compare(second, second)
+    assert (await watched(client, same))["files"] == []
+    for uri in (one_two, one_three, same):
+        await client.assert_conforms(uri)
+
+    # A turn the session never ran, or a scope that names no two turns, is nothing here.
+    for missing in (
+        f"{session}/changeset/compare/{first['turnId']}/never",
+        f"{session}/changeset/compare/never/{second['turnId']}",
+        f"{session}/changeset/compare/{first['turnId']}",
+        f"{session}/changeset/compare/{first['turnId']}/{second['turnId']}/x",
+    ):
+        with pytest.raises(RpcError) as unknown:
+            await client.request("subscribe", {"channel": missing})
+        assert unknown.value.code == -32001, missing
+
+    # Someone the session is hidden from reads none of it.
+    team = f"cmp-{uuid.uuid4().hex[:6]}"
+    cli(server, "team", "add", f"t-{team}")
+    cli(server, "user", "add", team, "--role", "member", "--team", f"t-{team}")
+    outsider = await connect(server.url, token=cli(server, "user", "token", team)["token"])
+    await outsider.initialize()
+    with pytest.raises(RpcError) as hidden:
+        await outsider.request("subscribe", {"channel": one_two})
+    assert hidden.value.code == -32009
+    assert hidden.value.message.startswith(f"user:{team} may not ")
+
+
 def commit_all(folder: Path, message: str) -> None:
     git(folder, "add", "-A")
     git(
@@ -662,7 +724,7 @@ async def test_a_folder_that_becomes_a_repository_is_told_its_changesets_and_los
         await client.initialize()
         session, chat = await new_session(client, plain, provider="fake")
         outside = client.tracked[session][0]["changesets"]
-        assert {e["changeKind"] for e in outside} == {"session", "turn"}
+        assert {e["changeKind"] for e in outside} == {"session", "turn", "compare-turns"}
         assert client.tracked[chat][0]["changesets"] == outside
         await bang(client, chat, "git init -q -b main")
 
@@ -674,17 +736,18 @@ async def test_a_folder_that_becomes_a_repository_is_told_its_changesets_and_los
             )
 
         said = await client.wait_action(
-            catalogue_said(session, "session/changesetsChanged", 3), timeout=20
+            catalogue_said(session, "session/changesetsChanged", 4), timeout=20
         )
         catalogue = said["action"]["changesets"]
         assert {e["changeKind"]: e["uriTemplate"] for e in catalogue} == {
             "uncommitted": changeset_of(session),
             "session": f"{session}/changeset/session",
             "turn": f"{session}/changeset/turn/{{turnId}}",
+            "compare-turns": f"{session}/changeset/compare/{{originalTurnId}}/{{modifiedTurnId}}",
         }
         # The chat works in the session's folder: it lists the same.
         on_chat = await client.wait_action(
-            catalogue_said(chat, "chat/changesetsChanged", 3), timeout=20
+            catalogue_said(chat, "chat/changesetsChanged", 4), timeout=20
         )
         assert on_chat["action"]["changesets"] == catalogue
         uri = changeset_of(session)
@@ -695,7 +758,7 @@ async def test_a_folder_that_becomes_a_repository_is_told_its_changesets_and_los
         # Out of git again: no uncommitted changes, and the one a client held is cleared.
         await bang(client, chat, "rm -rf .git")
         await client.wait_action(
-            catalogue_said(session, "session/changesetsChanged", 2), timeout=20
+            catalogue_said(session, "session/changesetsChanged", 3), timeout=20
         )
         await client.wait_action(
             lambda e: e["channel"] == uri and e["action"]["type"] == "changeset/cleared",
@@ -736,6 +799,12 @@ async def test_outside_git_the_before_side_is_what_the_first_turn_found(server, 
         earlier = f"{session}/changeset/turn/{first['turnId']}"
         await watched(client, earlier)
         await files_named(client, earlier, "a.txt", "b.txt")
+        # The two compared, from the trees this host kept for each.
+        compared = f"{session}/changeset/compare/{first['turnId']}/{second['turnId']}"
+        await watched(client, compared)
+        row = (await files_named(client, compared, "a.txt"))["a.txt"]
+        was = await client.request("resourceRead", {"uri": row["edit"]["before"]["content"]["uri"]})
+        assert was["data"] == "ALPHA\n"
 
         # Revert: each file as the session found it, one it did not find gone.
         for name in ("a.txt", "b.txt"):

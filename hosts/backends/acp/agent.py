@@ -26,6 +26,9 @@ class AcpAgent:
         self.config = config
         self.data_dir = data_dir
         self._facts = SessionFacts()
+        #: Whether the agent said it takes more than one folder (sessionCapabilities.
+        #: additionalDirectories at its initialize); unknown until one has started.
+        self._more_directories = False
         #: Told when what `info` says has changed (the host says root/agentsChanged).
         self.on_info_changed: Callable[[], None] | None = None
 
@@ -84,6 +87,19 @@ class AcpAgent:
         if context.state_dir is not None:
             return context.state_dir
         return self.data_dir / "acp" / self.config.provider
+
+    @property
+    def multiple_working_directories(self) -> bool:
+        """Only where the agent said it takes additionalDirectories: the folders after the
+        first reach it nowhere else."""
+        return self._more_directories
+
+    def learn_directories(self, takes_more: bool) -> None:
+        """What an agent's initialize said of more than one folder (said to every client)."""
+        if takes_more != self._more_directories:
+            self._more_directories = takes_more
+            if self.on_info_changed is not None:
+                self.on_info_changed()
 
     def learn(self, facts: SessionFacts) -> None:
         """Keep what a session reported, so root state and config schemas can offer it."""

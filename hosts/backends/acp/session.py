@@ -176,6 +176,7 @@ class AcpSession:
         self.prompt_capabilities = capabilities.prompt_capabilities if capabilities else None
         can_load = bool(capabilities and capabilities.load_session)
         sessions = capabilities.session_capabilities if capabilities else None
+        self._agent.learn_directories(bool(sessions and sessions.additional_directories))
         # More than one working directory only where the agent said it takes them.
         more = self._directories[1:] if sessions and sessions.additional_directories else None
         mcp = capabilities.mcp_capabilities if capabilities else None

@@ -35,6 +35,8 @@ class ClaudeAgent:
     #: A turn whose model call failed runs again, the CLI's conversation cut back to the
     #: turn before (chat.py: resume_turn).
     resumes_turns = True
+    #: The folders after the first are the CLI's --add-dir; it is resumed in a new set.
+    multiple_working_directories = True
 
     def __init__(self, config: AgentConfig, data_dir: Path) -> None:
         self.config = config

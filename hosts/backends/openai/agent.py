@@ -19,6 +19,8 @@ class OpenAiAgent:
     starts_mcp_servers = False
     #: A failed model call leaves the conversation where it was: asked again on a resume.
     resumes_turns = True
+    #: Its tools are fenced to every folder of the session (a reopened loop takes a new set).
+    multiple_working_directories = True
 
     def __init__(self, config: AgentConfig) -> None:
         self.config = config

@@ -304,6 +304,18 @@ class Changesets:
             if changeset.session == record.uri:
                 self.nudge(changeset)
 
+    def first_folder_moved(self, session: LiveSession) -> None:
+        """The session's first folder is another now (a replacement of it): what its open
+        changesets read was the other's, and so were the trees its turns kept. Each says
+        `changeset/cleared`, the trees and ticks go, and the catalogue is said where it moved;
+        the session's changes start again at its next turn."""
+        record = session.record
+        self._spawn(self._clear_open(record.uri))
+        record.snapshots.clear()
+        record.reviews.clear()
+        self._save(session)
+        self.recatalogue(session)
+
     def recatalogue(self, session: LiveSession) -> None:
         """Say the session's changeset catalogue, and each of its chats', where it moved."""
         record = session.record

@@ -5,10 +5,12 @@
 - `session`: what changed since the session's first turn began (the tree it found, kept as a
   git tree id), with revert;
 - `turn/<turnId>`: what one turn changed, from the tree it found to the tree it left (or the
-  working tree while it runs).
+  working tree while it runs);
+- `compare/<originalTurnId>/<modifiedTurnId>`: what changed from the tree one turn left to the
+  tree another left (the working tree for either while it runs), the protocol's compare-turns.
 
-A folder in a git working tree has all three, its trees kept in its own repository; one
-outside any has the last two where this host keeps trees of its own (outside_git.py), the before
+A folder in a git working tree has all four, its trees kept in its own repository; one
+outside any has the last three where this host keeps trees of its own (outside_git.py), the before
 side of each file the content its first turn found. A changeset is a scope nested under its
 session's URI, so what is a session's is a prefix.
 """
@@ -29,6 +31,7 @@ SEGMENT = "/changeset/"
 UNCOMMITTED = "uncommitted"
 SESSION = "session"
 TURN = "turn/"
+COMPARE = "compare/"
 #: The key of `SessionRecord.snapshots` holding the tree the session's first turn found (no
 #: turn id is empty, and `turn/` names no changeset).
 SESSION_FOUND = ""
@@ -46,7 +49,19 @@ def parse(uri: str) -> tuple[str, str] | None:
     turn = scope.removeprefix(TURN)
     if scope in (UNCOMMITTED, SESSION) or (scope.startswith(TURN) and turn and "/" not in turn):
         return head, scope
+    if compared(scope) is not None:
+        return head, scope
     return None
+
+
+def compared(scope: str) -> tuple[str, str] | None:
+    """The two turn ids a compare scope names, original first; None for any other scope."""
+    if not scope.startswith(COMPARE):
+        return None
+    original, slash, modified = scope.removeprefix(COMPARE).partition("/")
+    if not (original and slash and modified) or "/" in modified:
+        return None
+    return original, modified
 
 
 def session_uri_of(uri: str) -> str | None:
@@ -86,6 +101,13 @@ def catalogue(record: SessionRecord, kept: bool = False) -> list[dict[str, Any]]
             "description": "What one turn changed",
             "capabilities": {"review": {}},
         },
+        {
+            "label": "Compare Turns",
+            "uriTemplate": uri_of(record.uri, COMPARE + "{originalTurnId}/{modifiedTurnId}"),
+            "changeKind": "compare-turns",
+            "description": "What changed from the end of one turn to the end of another",
+            "capabilities": {"review": {}},
+        },
     ]
     if not in_git(record):
         return ours
@@ -104,6 +126,8 @@ def served(record: SessionRecord, scope: str, kept: bool = False) -> bool:
         return False
     if scope == UNCOMMITTED:
         return in_git(record)
+    if (turns := compared(scope)) is not None:
+        return all(turn in record.snapshots for turn in turns)
     return not scope.startswith(TURN) or scope.removeprefix(TURN) in record.snapshots
 
 
@@ -143,6 +167,21 @@ async def read(
         found, rows = await files.read_between(top, pathspec, first[0], None, env, current)
         tree = Tree(top, pathspec, None, tuple(rows), base=first[0], env=env)
         return tree, found, declared_for_session(running=running)
+    if (turns := compared(scope)) is not None:
+        original, modified = (record.snapshots.get(turn, []) for turn in turns)
+        if not original or not modified:
+            return Tree(top, pathspec, None, ()), [], []
+        # Each side the tree its turn left; one that runs still, the working tree.
+        base = original[1] if len(original) > 1 else None
+        if base is None:
+            # Outside git (env set), the tree is kept where this host keeps its own.
+            outside = kept if env is not None else None
+            base = await (outside.snapshot(folder) if outside is not None else git.snapshot(top))
+        if base is None:  # too large to keep
+            return Tree(top, pathspec, None, ()), [], []
+        then = modified[1] if len(modified) > 1 else None
+        found, rows = await files.read_between(top, pathspec, base, then, env, current)
+        return Tree(top, pathspec, None, tuple(rows), env=env), found, []
     snaps = record.snapshots.get(scope.removeprefix(TURN), [])
     if not snaps:
         return Tree(top, pathspec, None, ()), [], []

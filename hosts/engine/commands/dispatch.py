@@ -17,7 +17,7 @@ from typing import Any
 from ...protocol.actions import ActionSpec, action_spec
 from ...protocol.errors import ProtocolError, invalid_params
 from ...protocol.shapes import Origin
-from ...protocol.uris import canonical
+from ...protocol.uris import canonical, kind_of
 from ...protocol.validation import action_problem, required_int, required_str
 from .. import access
 from ..channel import Channel
@@ -72,6 +72,10 @@ async def dispatch_action(host: Host, conn: Connection, params: dict[str, Any]) 
             action = signed(action, principal.ref)
         # The target may have gone (or come) while the grants were read.
         target = host.fanout.channel(uri)
+    if rule.sender_refusal is not None:
+        kind = target.kind if target is not None else kind_of(uri)
+        if (reason := rule.sender_refusal(caller, kind)) is not None:
+            return refuse(reason)
     if target is None:
         return _unknown_target(host, rule, spec, uri, action, caller, refuse)
     if target.kind != spec.channel_kind:

@@ -153,6 +153,8 @@ async def initialize(host: Host, conn: Connection, params: dict[str, Any]) -> di
     conn.version_text, conn.version = chosen
     client_info = params.get("clientInfo") or {}
     meta = params.get("_meta") or {}
+    name = client_info.get("name") if isinstance(client_info, dict) else None
+    conn.client_name = name if isinstance(name, str) else None
     conn.legacy_vscode_chat_uris = (
         isinstance(client_info, dict)
         and client_info.get("name") in ("vscode-editor-window", "vscode-agents-window")
@@ -215,6 +217,7 @@ async def reconnect(host: Host, conn: Connection, params: dict[str, Any]) -> dic
     if not conn.ready:
         conn.client_id = client_id
         conn.version_text, conn.version = record.version_text, record.version
+        conn.client_name = record.client_name
         host.clients.remember(conn)
         host.client_requests.arrived(conn)
     found, missing = [], []

@@ -28,6 +28,7 @@ async def create_session(host: Host, conn: Connection, params: dict[str, Any]) -
         active_client=params.get("activeClient"),
         scope=_named_scope(params),
         derived_chat_uri=conn.legacy_vscode_chat_uris,
+        multi_root=_multi_root(params),
     )
     # A client answered that its session is made reads it back after a crash.
     await host.writes.flush()
@@ -38,6 +39,13 @@ def _named_scope(params: dict[str, Any]) -> Any:
     """The scope a createSession names, under `_meta['ahpd.scope']` (AHP has no such field)."""
     meta = params.get("_meta")
     return meta.get("ahpd.scope") if isinstance(meta, dict) else None
+
+
+def _multi_root(params: dict[str, Any]) -> bool:
+    """Whether a VS Code window of a multi-root workspace made it (`_meta.multiRoot`, VS
+    Code's own key): what lets its folders change later (services/working_directories.py)."""
+    meta = params.get("_meta")
+    return isinstance(meta, dict) and meta.get("multiRoot") is True
 
 
 dispose_session = on_channel("disposeSession", do_dispose_session)

@@ -12,7 +12,6 @@ from .annotation_rules import ANNOTATION_RULES
 from .automation_rules import AUTOMATION_RULES
 from .changeset_rules import CHANGESET_RULES
 from .chat_rules import CHAT_RULES
-from .not_yet import NOT_YET_RULES
 from .root_rules import ROOT_RULES
 from .rule import DROP, ECHO, ActionRule, Dispatch
 from .session_rules import SESSION_RULES
@@ -27,7 +26,6 @@ for _rule in (
     *CHANGESET_RULES,
     *ANNOTATION_RULES,
     *AUTOMATION_RULES,
-    *NOT_YET_RULES,
 ):
     assert _rule.type not in RULES, f"two rules for {_rule.type}"
     RULES[_rule.type] = _rule

@@ -71,14 +71,16 @@ class ActionRule:
     effect: Effect | None = None
     #: Refused in these words, whatever it names (served by no effect).
     refusal: Words | None = None
-    #: The refusal says this host has no such thing yet (rather than that none ever will be).
-    not_yet: bool = False
     #: A refusal the reference host gives too, in its words, whatever the target.
     by_design: bool = False
     #: Said with who sent it (`_meta['ahpd.sender']`), on the action and its message.
     signed: bool = False
     #: The answer to a target nothing here knows: DROP, ECHO, or a refusal's words with {uri}.
     unknown_target: str | None = None
+    #: Why it is refused whatever its target, given who sent it and the kind of channel it
+    #: names (None: a scheme this host does not know): asked after its grant, before the
+    #: target is read, as VS Code's host asks it.
+    sender_refusal: Callable[[Caller, str | None], str | None] | None = None
     #: This host says it on its own account.
     said_by_host: bool = False
     #: Why this host never says a host action: nothing here ever moves what it carries, as

@@ -9,6 +9,7 @@ from ..services.mcp_servers import (
     do_stop_mcp_server,
 )
 from ..services.sessions import do_configure_session, do_rename_session, do_set_active_client
+from ..services.working_directories import do_change_working_directories, sender_refusal
 from .rule import DROP, ActionRule, Dispatch, flag_effect
 
 NO_AGENT = "No agent for session: {uri}"
@@ -38,6 +39,10 @@ def _mcp_stop(d: Dispatch) -> str | None:
 
 def _mcp_background(d: Dispatch) -> str | None:
     return do_background_mcp_server(d.host, d.caller, d.session, d.action)
+
+
+def _working_directories(d: Dispatch) -> str | None:
+    return do_change_working_directories(d.host, d.caller, d.session, d.action)
 
 
 def _config(d: Dispatch) -> str | None:
@@ -102,6 +107,20 @@ SESSION_RULES = (
         said_by_host=True,
     ),
     ActionRule("session/configChanged", grant="session:configure", effect=_config),
+    # Its folders (services/working_directories.py).
+    *(
+        ActionRule(
+            action_type,
+            grant="session:configure",
+            effect=_working_directories,
+            sender_refusal=sender_refusal,
+        )
+        for action_type in (
+            "session/workingDirectorySet",
+            "session/workingDirectoryRemoved",
+            "session/workingDirectoryReplaced",
+        )
+    ),
     # The host's alone: what the session's sources offer it (sessions/customizations.py).
     ActionRule(
         "session/customizationToggled",

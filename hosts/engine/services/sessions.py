@@ -68,6 +68,7 @@ def do_create_session(
     derived_chat_uri: bool = False,
     method: str = "createSession",
     origin: dict[str, Any] | None = None,
+    multi_root: bool = False,
 ) -> Created:
     """A session of the caller's, at the URI the client chose (or a fresh one), with its
     default chat, in the scope named (one the caller is a member of) or their home scope; a
@@ -123,6 +124,7 @@ def do_create_session(
         scope=scope,
         derived_chat_uri=derived_chat_uri,
         origin=origin,
+        multi_root=multi_root,
     )
     if active_client is not None:
         session.tool_providers.add(active_client["clientId"])  # checked to be the caller's own

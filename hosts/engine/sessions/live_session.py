@@ -87,6 +87,8 @@ class LiveChat:
     sleep_timer: asyncio.TimerHandle | None = None
     #: The slash commands the chat's agent announced, kept while it is let go.
     kept_commands: list[dict[str, Any]] = field(default_factory=list)
+    #: The session's folders its agent was opened in: one opened in others is opened again.
+    opened_in: tuple[str, ...] = ()
 
     @property
     def uri(self) -> str:

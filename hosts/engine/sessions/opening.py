@@ -28,9 +28,16 @@ async def open_agent_chat(
 ) -> AgentChat:
     """The chat's agent, opened now unless it is open already."""
     async with chat.opening:
+        record = chat.session.record
+        folders = tuple(record.working_directories)
+        if chat.agent_chat is not None and chat.opened_in != folders:
+            # The session's folders changed since it was opened (services/
+            # working_directories.py): let go, and opened again in them, resumed by its id.
+            closing = running_agents.let_go(chat)
+            if closing is not None:
+                await closing
         if chat.agent_chat is not None:
             return chat.agent_chat
-        record = chat.session.record
         agent = sessions.agents.get(record.provider)
         if agent is None:
             raise BackendError(f"No agent is configured for provider {record.provider!r}")
@@ -89,6 +96,7 @@ async def _open(
         reports=AgentReports(chat),
     )
     chat.agent_chat = await agent.open_chat(context)
+    chat.opened_in = tuple(record.working_directories)
     if chat.agent_chat.backend_id != chat.record.backend_id:
         chat.record.backend_id = chat.agent_chat.backend_id
         sessions.save_chat(chat)

@@ -84,6 +84,9 @@ class SessionRecord:
     #: A run's session: {kind: automation, automation, run}. Read back from the run's record
     #: (automations/), not from the session's row.
     origin: dict[str, Any] | None = None
+    #: Made by a window of a multi-root workspace (createSession's `_meta.multiRoot`): it works
+    #: in that workspace's folders, which may change under it (services/working_directories.py).
+    multi_root: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return kept_fields(self)

@@ -231,6 +231,7 @@ class Sessions:
         scope: str = "",
         derived_chat_uri: bool = False,
         origin: dict[str, Any] | None = None,
+        multi_root: bool = False,
     ) -> LiveSession:
         """A fresh session and its default chat (a derived chat URI for an older VS Code)."""
         created = now_ms()
@@ -247,6 +248,7 @@ class Sessions:
             owner=owner,
             scope=scope,
             origin=origin,
+            multi_root=multi_root,
         )
         session = self._open(record, [ChatRecord(chat_uri, uri, created)])
         if active_client is not None:
@@ -357,16 +359,17 @@ class Sessions:
 
     # -- what moves -----------------------------------------------------------------------
 
-    def touch(self, session: LiveSession) -> None:
-        """The session changed: its modified time, its place in the catalogue, its row."""
+    def touch(self, session: LiveSession, moved: tuple[str, ...] = ()) -> None:
+        """The session changed: its modified time, its place in the catalogue, its row (with
+        the fields of it named in `moved` said beside those that move with every change)."""
         if not self.holds(session):
             return  # disposed: a late turn end keeps nothing
         session.record.modified_ms = now_ms()
         self.save_session(session)
         if session.record.announced:
             self.catalogue.put(session.record.uri, session.record.modified_ms)
-            summary = session_row(session)
-            changes = {k: summary[k] for k in ("title", "status", "modifiedAt", "chats")}
+            summary: dict[str, Any] = dict(session_row(session))
+            changes = {k: summary[k] for k in ("title", "status", "modifiedAt", "chats", *moved)}
             self._notify_root(
                 "root/sessionSummaryChanged",
                 session.record,

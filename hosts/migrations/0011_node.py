@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("hosts", "0009_storedsession_enablement"),
+        ("hosts", "0010_storedsession_multi_root"),
     ]
 
     operations = [
