@@ -9,6 +9,7 @@ Pure Python: no Django here.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Protocol
 
 #: Where an act came in: a client's socket, the REST API, the admin, `manage.py ahpd`, the
@@ -28,6 +29,9 @@ class Act:
     via: str = "system"
     address: str = ""
     detail: dict[str, Any] = field(default_factory=dict)
+    #: When it was made, where it is kept later than that (kept with a burst of others); None:
+    #: when it is kept.
+    at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,9 +53,16 @@ class AuditTrail(Protocol):
         """Keep the act (on the engine's own database executor, never a request's thread)."""
         ...
 
+    async def record_many(self, acts: list[Act]) -> None:
+        """Keep the acts, in their order, together (one insert for a burst of them)."""
+        ...
+
 
 class NoAuditTrail:
     """Keeps nothing: the engine without a database."""
 
     async def record(self, act: Act) -> None:
+        return None
+
+    async def record_many(self, acts: list[Act]) -> None:
         return None

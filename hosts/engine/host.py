@@ -9,9 +9,11 @@ what an action does (rules/ and services/ do): each part is reached through its 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +27,7 @@ from ..protocol.turn_windows import windowed
 from ..protocol.uris import ROOT_URI
 from ..protocol.validation import action_problem
 from . import access, changesets, grants, root_config, session_annotations
-from .audit_trail import AuditTrail, NoAuditTrail
+from .audit_trail import Act, AuditTrail, NoAuditTrail
 from .changesets import Changesets
 from .changesets import git as changeset_git
 from .changesets.outside_git import OutsideGitCopies
@@ -201,6 +203,8 @@ class Host:
         self.automations: Any = None
         #: Where the acts the engine makes on someone's say are kept (audit_trail.py).
         self.audit: AuditTrail = NoAuditTrail()
+        #: Acts waiting for the next write-behind round (audit_later).
+        self._acts: list[Act] = []
         #: The MCP servers a session's owner is offered (ports.McpServerDirectory): the
         #: team's registry with the operator's file, wired in by the composition root.
         self.mcp_directory: McpServerDirectory = ListedMcpServers()
@@ -291,6 +295,19 @@ class Host:
             }
             for agent in self.sessions.agents.values()
         ]
+
+    def audit_later(self, act: Act) -> None:
+        """Keep an act with the next write-behind round, stamped now: the acts of a burst (a
+        window pushing its settings at every keystroke) are one insert, and the act is on the
+        trail with the change it records (a change said after its commit, root config's, is
+        committed in the same round or the one before)."""
+        self._acts.append(dataclasses.replace(act, at=datetime.now(UTC)))
+        self.writes.later("audit", self._keep_acts)
+
+    async def _keep_acts(self) -> None:
+        acts, self._acts = self._acts, []
+        if acts:
+            await self.audit.record_many(acts)
 
     async def mcp_registry_changed(self) -> None:
         """The team's MCP servers were changed: what a new session starts with (each agent's

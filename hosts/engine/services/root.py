@@ -17,5 +17,7 @@ async def do_change_root_config(host: Host, caller: Caller, action: dict[str, An
         after = host.root_values_ahead()
         moved = sorted(k for k in {*before, *after} if before.get(k) != after.get(k))
         if moved:
-            await host.audit.record(caller.act("rootConfig.changed", "root", "config", keys=moved))
+            # Kept with the write-behind round that commits the change (a burst of pushes is
+            # one insert), not awaited here: every push waited on an insert of its own.
+            host.audit_later(caller.act("rootConfig.changed", "root", "config", keys=moved))
     return reason
