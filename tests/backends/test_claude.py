@@ -303,6 +303,24 @@ async def test_a_conversation_whose_first_turn_failed_starts_over_under_its_id(o
     assert prompts(fake) == ["flaky first words"]
 
 
+async def test_a_reopened_conversation_is_never_cut_where_it_was_not_watched(
+    open_chat, tmp_path, fake
+):
+    agent = ClaudeAgent(claude_config(fake), tmp_path / "data")
+    first = await open_chat(agent)
+    assert (await first.run_turn(request("remember plums"), RecordingEvents())).state == (
+        "complete"
+    )
+    await first.close()
+    # Opened again on its transcript (a restart, an agent let go): where the next turn began
+    # in the conversation was not seen, so its failure is not resumed, and nothing is cut.
+    again = await open_chat(agent, first.backend_id)
+    failed = await again.run_turn(request("flaky after a reopen"), RecordingEvents())
+    assert failed.state == "error" and not failed.resumable
+    assert (await again.run_turn(request("still here"), RecordingEvents())).state == "complete"
+    assert "remember plums" in prompts(fake)
+
+
 async def test_only_a_failed_model_call_is_resumable(open_chat, fake):
     chat = await open_chat()
     # A key the API refuses: asking again would be refused again.

@@ -157,6 +157,9 @@ class ClaudeChat:
         #: The last entry the CLI wrote to the conversation (a message of the model's or the
         #: person's, a subagent's left out): where a turn that fails after it is cut back to.
         self._last_entry: str | None = None
+        #: Whether this process began the conversation (a new CLI session, not one resumed):
+        #: only then does no entry before a prompt mean the prompt was its first.
+        self._began_here = False
         #: The last turn, where its model call failed: chat/turnResume runs it again.
         self._failed: FailedTurn | None = None
 
@@ -184,6 +187,7 @@ class ClaudeChat:
             known = None
         session = known or str(uuid.uuid4())
         await self._connect(session_id=session)
+        self._began_here = True
         self.backend_id = session
         self._agent.costs[session] = 0.0
         self._history_due = bool(self._history)
@@ -469,7 +473,14 @@ class ClaudeChat:
                 end = await self._wait(turn, reading)
                 if end.state == "complete":
                     self._history.append({"user": request.text, "assistant": "".join(turn.said)})
-                elif end.state == "error" and model_call_failed(turn, end):
+                elif (
+                    end.state == "error"
+                    and model_call_failed(turn, end)
+                    # Where the turn began in the conversation is known: after an entry this
+                    # process saw, or first in one it began. A conversation resumed from its
+                    # transcript with no entry seen since is not cut (nor started over).
+                    and (cut is not None or self._began_here)
+                ):
                     self._failed = FailedTurn(request.turn_id, cut, prompt["uuid"])
                     return dataclasses.replace(end, resumable=True)
                 return end
