@@ -52,7 +52,7 @@ class GitFacts:
             if not self.sessions.holds(session):
                 return
             folder = folder_of(session.record)
-            top = git.own_repository(folder) if folder is not None else None
+            top = git.repository_of(folder) if folder is not None else None
             facts: SessionGit | None = None
             if top is not None:
                 try:

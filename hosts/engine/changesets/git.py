@@ -201,38 +201,48 @@ def _named_gitdir(marker: Path) -> Path | None:
 
 def _planted(marker: Path, gitdir: Path) -> bool:
     """Whether a `.git` file names a repository that is not this working tree's: anybody who
-    can write a folder can write a `.git` file naming another person's repository in it. Git
-    makes two kinds: a linked worktree's, whose folder names the file back (its `gitdir`), and
-    a submodule's, kept under `.git/modules/` of a working tree above it."""
-    back = gitdir / "gitdir"
-    with contextlib.suppress(OSError):
-        # Absolute, or relative to that folder (worktree.useRelativePaths).
-        named = (gitdir / back.read_text().strip()).resolve() if back.is_file() else None
-        if named == marker.resolve():
+    can write a folder can write a `.git` file naming another person's repository in it, and
+    the folder it names with any files beside it. Git makes two kinds, each checked by where
+    the folder it names really is, which a writer of this folder alone cannot make:
+
+    - a linked worktree's: its folder is `<common>/worktrees/<name>`, names the file back (its
+      `gitdir`) and shares the objects of `<common>` (its `commondir`), the folder above
+      `worktrees`: a folder of its own, anywhere else, naming another repository as its common
+      one, is refused;
+    - a submodule's: under `.git/modules/` of a working tree above it, that `.git` and its
+      `modules` real folders (a link there would let a `.git/modules` leading to `/` hold
+      every repository)."""
+    if gitdir.parent.name == "worktrees":
+        common = gitdir.parent.parent
+        back, shares = gitdir / "gitdir", gitdir / "commondir"
+        with contextlib.suppress(OSError):
+            # Each absolute, or relative to that folder (worktree.useRelativePaths).
+            named = (gitdir / back.read_text().strip()).resolve() if back.is_file() else None
+            shared = (gitdir / shares.read_text().strip()).resolve() if shares.is_file() else None
+            if named == marker.resolve() and shared == common:
+                return False
+    for above in marker.parent.resolve().parents:
+        dot_git, modules = above / ".git", above / ".git" / "modules"
+        if dot_git.is_symlink() or modules.is_symlink() or not modules.is_dir():
+            continue
+        if gitdir.is_relative_to(modules):
             return False
-    return not any(
-        gitdir.is_relative_to((above / ".git" / "modules").resolve())
-        for above in marker.parent.resolve().parents
-    )
-
-
-def own_repository(folder: Path) -> Path | None:
-    """The top of the working tree `folder` lies in, as `repository_of` finds it, and None
-    where its `.git` is a file naming a repository that is not its own (`_planted`), or a
-    symbolic link (to anywhere: git makes none)."""
-    top = repository_of(folder)
-    if top is None or (top / ".git").is_symlink():
-        return None
-    gitdir = _named_gitdir(top / ".git")
-    return top if gitdir is None or not _planted(top / ".git", gitdir) else None
+    return True
 
 
 def repository_of(folder: Path) -> Path | None:
     """The top of the working tree `folder` lies in, by looking for `.git` upwards (no
-    subprocess: the session catalogue asks this as a session opens), or None."""
+    subprocess: the session catalogue asks this as a session opens), or None: none found, or
+    the `.git` found is a symbolic link (to anywhere: git makes none) or a file naming a
+    repository that is not this working tree's (`_planted`). git is never run on a repository
+    a writer of the folder pointed it at, in the sandbox or out of it."""
     for candidate in (folder, *folder.parents):
-        if (candidate / ".git").exists():
-            return candidate
+        marker = candidate / ".git"
+        if marker.is_symlink():
+            return None
+        if marker.exists():
+            gitdir = _named_gitdir(marker)
+            return None if gitdir is not None and _planted(marker, gitdir) else candidate
     return None
 
 
