@@ -438,6 +438,10 @@ async def test_a_server_switched_off_is_not_handed_to_an_acp_agent(server, conne
     assert "calc=" in reply and "web=" not in reply
     await state_becomes(client, session, "mcp:calc", "ready")
     assert servers_of(client, session)["mcp:web"]["state"] == {"kind": "stopped"}
+    # Switched on again: the agent is opened again with it at the chat's next turn.
+    assert "rejectionReason" not in await toggle(client, session, "mcp:web", True)
+    _, _, reply = await ask(client, chat, "mcp?")
+    assert "calc=" in reply and "web=" in reply
     await client.assert_conforms(session)
 
 
@@ -477,6 +481,8 @@ async def test_a_registry_change_reaches_the_running_sessions_of_whom_it_is_offe
     olga = await signed_in(server, connect, tokens["olga"])
     session, _ = await new_session(olga, workdir)
     await listed(olga, session)
+    acp_session, acp_chat = await new_session(olga, workdir, provider="fake")
+    await listed(olga, acp_session)
     other = await signed_in(server, connect, tokens["max"])
     elsewhere, _ = await new_session(other, workdir)
     await listed(other, elsewhere)
@@ -488,6 +494,10 @@ async def test_a_registry_change_reaches_the_running_sessions_of_whom_it_is_offe
         assert added["state"] == {"kind": "stopped"} and added["uri"] == "ahpd-mcp:extra"
         assert "rejectionReason" not in await request(olga, session, "Start", "mcp:extra")
         await state_becomes(olga, session, "mcp:extra", "ready")
+        # An agent that starts its servers itself is handed it.
+        await olga.wait_for(lambda: "mcp:extra" in servers_of(olga, acp_session))
+        _, _, reply = await ask(olga, acp_chat, "mcp?")
+        assert "extra=" in reply
 
         # Redefined: its row said updated alone, and the running server started again on
         # what it is now.
@@ -518,6 +528,10 @@ async def test_a_registry_change_reaches_the_running_sessions_of_whom_it_is_offe
     )
     assert removed["action"]["id"] == "mcp:extra"
     assert "mcp:extra" not in servers_of(olga, session)
+    # And an agent running it is opened again without it at its next turn.
+    await olga.wait_for(lambda: "mcp:extra" not in servers_of(olga, acp_session))
+    _, _, reply = await ask(olga, acp_chat, "mcp?")
+    assert "extra=" not in reply and "calc=" in reply
     assert not any(
         e["channel"] == elsewhere and "ustomization" in e["action"]["type"] for e in other.actions
     )

@@ -11,7 +11,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ...backends.base import AgentChat
+from ...backends.base import AgentChat, McpServerSpec
 from ...protocol.reducers.chat_tool_calls import skipped
 from ...protocol.shapes import SessionGit, SessionSummary
 from ..channel import Channel
@@ -89,6 +89,8 @@ class LiveChat:
     kept_commands: list[dict[str, Any]] = field(default_factory=list)
     #: The session's folders its agent was opened in: one opened in others is opened again.
     opened_in: tuple[str, ...] = ()
+    #: The MCP servers its agent was handed to start itself when it was opened (ACP, Claude).
+    opened_with: tuple[McpServerSpec, ...] = ()
 
     @property
     def uri(self) -> str:

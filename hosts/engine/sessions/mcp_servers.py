@@ -97,6 +97,9 @@ class SessionMcp:
         self._spawn = spawn
         self._tokens = tokens
         self._offered = asyncio.Event()
+        #: One reading of the directory at a time, each applied before the next begins: a
+        #: slower read of an older registry never lands after a newer one.
+        self._offering = asyncio.Lock()
         #: The host's connections, for its own agent loop, once something needed them.
         self._connections: SessionMcpServers | None = None
         #: Servers a person stopped: not started again until a person starts them.
@@ -108,16 +111,17 @@ class SessionMcp:
     async def offer(self, directory: McpServerDirectory) -> None:
         """Ask the directory what the session's owner is offered, and list it."""
         record = self.session.record
-        try:
-            specs = await directory.offered(record.owner, record.scope)
-        except Exception:
-            log.exception("the MCP servers offered to %s could not be read", record.uri)
-            specs = []
-        self.specs = {spec.id: spec for spec in specs}
-        self.session.customizations.set_part(
-            "mcp", [customization(spec) for spec in self.specs.values()]
-        )
-        self._offered.set()
+        async with self._offering:
+            try:
+                specs = await directory.offered(record.owner, record.scope)
+            except Exception:
+                log.exception("the MCP servers offered to %s could not be read", record.uri)
+                specs = []
+            self.specs = {spec.id: spec for spec in specs}
+            self.session.customizations.set_part(
+                "mcp", [customization(spec) for spec in self.specs.values()]
+            )
+            self._offered.set()
 
     async def offer_again(self, directory: McpServerDirectory) -> None:
         """What the session's owner is offered moved while it runs (the team's registry was
@@ -125,7 +129,11 @@ class SessionMcp:
         stopped; one whose definition moved (a command, a secret) is stopped and, where it
         ran, started again on the new one, its row said updated where that moved; one added is
         listed stopped. An agent that starts its servers itself takes the new set when it next
-        starts."""
+        starts (sessions/opening.py: the chat's agent is opened again at its next turn)."""
+        async with self._offering:
+            await self._offer_again(directory)
+
+    async def _offer_again(self, directory: McpServerDirectory) -> None:
         record = self.session.record
         try:
             specs = await directory.offered(record.owner, record.scope)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ...backends.base import Agent, AgentChat, BackendError, ChatContext
+from ...backends.base import Agent, AgentChat, BackendError, ChatContext, McpServerSpec
 from ..terminals import Terminals
 from .agent_reports import AgentReports
 from .agent_terminals import AgentTerminals
@@ -29,16 +29,20 @@ async def open_agent_chat(
     """The chat's agent, opened now unless it is open already."""
     async with chat.opening:
         record = chat.session.record
+        agent = sessions.agents.get(record.provider)
         folders = tuple(record.working_directories)
-        if chat.agent_chat is not None and chat.opened_in != folders:
+        if chat.agent_chat is not None and (
+            chat.opened_in != folders or chat.opened_with != handed_servers(chat, agent)
+        ):
             # The session's folders changed since it was opened (services/
-            # working_directories.py): let go, and opened again in them, resumed by its id.
+            # working_directories.py), or the MCP servers its agent starts itself (a server
+            # taken out of the registry, redefined, switched off or on): let go, and opened
+            # again as the session is now, resumed by its id.
             closing = running_agents.let_go(chat)
             if closing is not None:
                 await closing
         if chat.agent_chat is not None:
             return chat.agent_chat
-        agent = sessions.agents.get(record.provider)
         if agent is None:
             raise BackendError(f"No agent is configured for provider {record.provider!r}")
         # What the turn waits on until its agent runs, said as VS Code's host says a first
@@ -49,6 +53,15 @@ async def open_agent_chat(
         finally:
             if sessions.chat(chat.record.uri) is chat:
                 chat.say({"type": "chat/activityChanged"})
+
+
+def handed_servers(chat: LiveChat, agent: Agent | None) -> tuple[McpServerSpec, ...]:
+    """The MCP servers the chat's agent is handed to start itself: the session's enabled ones,
+    for an agent that starts its own (ACP, Claude); none for one the host runs them for."""
+    mcp = chat.session.mcp
+    if mcp is None or not getattr(agent, "starts_mcp_servers", False):
+        return ()
+    return tuple(mcp.enabled())
 
 
 def starting_words(info: dict[str, Any]) -> str:
@@ -90,13 +103,14 @@ async def _open(
         client_tools=lambda: client_tools_of(
             chat.session.channel.state, chat.session.tool_providers
         ),
-        mcp_servers=mcp.enabled() if mcp is not None and starts_own else (),
+        mcp_servers=handed_servers(chat, agent),
         mcp_state=mcp.say_state if mcp is not None else None,
         mcp=mcp.for_loop() if mcp is not None and not starts_own else None,
         reports=AgentReports(chat),
     )
     chat.agent_chat = await agent.open_chat(context)
     chat.opened_in = tuple(record.working_directories)
+    chat.opened_with = tuple(context.mcp_servers)
     if chat.agent_chat.backend_id != chat.record.backend_id:
         chat.record.backend_id = chat.agent_chat.backend_id
         sessions.save_chat(chat)
