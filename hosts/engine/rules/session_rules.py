@@ -111,7 +111,7 @@ SESSION_RULES = (
     *(
         ActionRule(
             action_type,
-            grant="session:configure",
+            grant="session:folders",
             effect=_working_directories,
             sender_refusal=sender_refusal,
         )
