@@ -88,7 +88,10 @@ class StatusSerializer(serializers.Serializer):
         help_text="where people's processes run: bwrap (a sandbox each), or off (as the "
         "server's own user)",
     )
-    nodes = NodeSerializer(many=True, help_text="the host's nodes, first started first")
+    nodes = NodeSerializer(
+        many=True,
+        help_text="the host's nodes, first started first (to diagnostics:read; empty otherwise)",
+    )
     principal = serializers.CharField(help_text="who this request is: user:<id> or root:<host>")
     grants = serializers.ListField(child=serializers.CharField(), help_text="what they hold")
 

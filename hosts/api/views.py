@@ -18,6 +18,7 @@ from rest_framework.views import APIView
 
 from ..edge.runtime import forget_principals
 from ..engine import root_config
+from ..engine.grants import allows
 from ..engine.host import Host
 from ..models import Project, Role, StoredSession, Team
 from ..store import keep_role
@@ -107,7 +108,13 @@ class StatusView(APIView):
             **read_host_status().to_json(),
             "sessions": StoredSession.objects.count(),
             "people": User.objects.count(),
-            "nodes": [node_json(node) for node in live_nodes()],
+            # Where each node runs (its machine, pid, address and folders) is the operator's
+            # to read: diagnostics:read; anyone else is told none.
+            "nodes": (
+                [node_json(node) for node in live_nodes()]
+                if allows(principal.grants, "diagnostics:read")
+                else []
+            ),
             "principal": principal.ref,
             "grants": list(principal.grants),
         }

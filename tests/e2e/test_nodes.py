@@ -6,6 +6,7 @@ first, and a node killed is gone once its lease lapses."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -60,6 +61,15 @@ def said(server: ServerProcess, *args: str) -> str:
     )
     assert done.returncode == 0, done.stderr
     return done.stdout
+
+
+def test_where_the_nodes_run_is_the_operators_to_read(server):
+    member = cli(server, "user", "add", "mo", "--role", "member")
+    assert member
+    token = str(cli(server, "user", "token", "mo")["token"])
+    status, body = call(server, "GET", "status/", token)
+    assert status == 200 and body["nodes"] == []
+    assert "pid" not in json.dumps(body)
 
 
 def test_a_started_server_is_a_node_listed_with_where_it_listens(server):
