@@ -445,27 +445,6 @@ async def test_a_server_switched_off_is_not_handed_to_an_acp_agent(server, conne
     await client.assert_conforms(session)
 
 
-# -- after a restart (last: it restarts the module's server) -------------------------------------
-
-
-async def test_a_session_read_back_after_a_restart_is_offered_its_servers_again(
-    server, connect, workdir
-):
-    client = await signed_in(server, connect)
-    session, chat = await new_session(client, workdir)
-    await ask(client, chat, 'call calc__add {"a": 1, "b": 2}')
-    await client.close()
-    server.stop()
-    server.start()
-    again = await signed_in(server, connect)
-    await again.request("subscribe", {"channel": session})
-    servers = await listed(again, session)
-    assert {s["state"]["kind"] for s in servers.values()} == {"stopped"}
-    await again.request("subscribe", {"channel": chat})
-    end, _, reply = await ask(again, chat, 'call calc__add {"a": 2, "b": 2}')
-    assert end["type"] == "chat/turnComplete" and reply == "The tool said: 4"
-
-
 # -- the registry changed while sessions run ---------------------------------------------------
 
 
@@ -556,3 +535,57 @@ async def test_a_server_offered_host_wide_is_said_to_every_agent_and_taken_back(
         registry(server, "DELETE", "everyone/")
     await client.wait_for(lambda: "mcp:everyone" not in offered(), timeout=30)
     await client.assert_conforms("ahp-root://")
+
+
+async def test_the_servers_the_host_runs_move_with_the_sessions_folders(server, connect, workdir):
+    client = await signed_in(server, connect)
+    uri = f"ahp-session:/{uuid.uuid4()}"
+    first = workdir / "first"
+    second = workdir / "second"
+    first.mkdir()
+    second.mkdir()
+    await client.request(
+        "createSession",
+        {
+            "channel": uri,
+            "provider": "local",
+            "workingDirectories": [first.as_uri()],
+            "_meta": {"multiRoot": True},
+        },
+    )
+    state = (await client.request("subscribe", {"channel": uri}))["snapshot"]["state"]
+    await client.request("subscribe", {"channel": state["defaultChat"]})
+    await listed(client, uri)
+    await ask(client, state["defaultChat"], "hello")
+    assert "rejectionReason" not in await request(client, uri, "Start", "mcp:calc")
+    await state_becomes(client, uri, "mcp:calc", "ready")
+    # The folders move: the server ran in the old ones' sandbox, so it is stopped, and the
+    # next turn starts it again in the new.
+    moved = {"type": "session/workingDirectorySet", "directory": second.as_uri()}
+    assert "rejectionReason" not in await client.dispatch_and_wait(uri, moved)
+    await state_becomes(client, uri, "mcp:calc", "stopped")
+    _, _, reply = await ask(client, state["defaultChat"], "tools?")
+    assert "calc__add" in reply
+    await state_becomes(client, uri, "mcp:calc", "ready")
+    await client.assert_conforms(uri)
+
+
+# -- after a restart (last: it restarts the module's server) -------------------------------------
+
+
+async def test_a_session_read_back_after_a_restart_is_offered_its_servers_again(
+    server, connect, workdir
+):
+    client = await signed_in(server, connect)
+    session, chat = await new_session(client, workdir)
+    await ask(client, chat, 'call calc__add {"a": 1, "b": 2}')
+    await client.close()
+    server.stop()
+    server.start()
+    again = await signed_in(server, connect)
+    await again.request("subscribe", {"channel": session})
+    servers = await listed(again, session)
+    assert {s["state"]["kind"] for s in servers.values()} == {"stopped"}
+    await again.request("subscribe", {"channel": chat})
+    end, _, reply = await ask(again, chat, 'call calc__add {"a": 2, "b": 2}')
+    assert end["type"] == "chat/turnComplete" and reply == "The tool said: 4"

@@ -93,6 +93,9 @@ def do_change_working_directories(
         return None
     first_moved = folders[:1] != session.record.working_directories[:1]
     session.record.working_directories = folders
+    if session.mcp is not None:
+        # The MCP servers the host runs for it ran in the old folders' sandbox.
+        session.mcp.folders_moved()
     if first_moved:
         # The changesets are the first folder's (changesets/scopes.py).
         host.changesets.first_folder_moved(session)

@@ -257,6 +257,14 @@ class SessionMcp:
         if self._connections is not None:
             self._spawn(self._connections.stop(server_id))
 
+    def folders_moved(self) -> None:
+        """The session's folders changed: the servers the host runs for it run in the first
+        one, in a sandbox of the old set; they are stopped, and started again in the new at the
+        session's next turn (for_loop)."""
+        connections, self._connections = self._connections, None
+        if connections is not None:
+            self._spawn(connections.close())
+
     def signed_in(self, resource: str) -> None:
         """Its owner pushed a token for `resource`: the servers waiting for it connect again."""
         if self._connections is not None and not self._closed:
