@@ -443,28 +443,20 @@ def input_answer_problem(answer: Any, where: str) -> str | None:
     return None
 
 
-def _non_empty(key: str) -> ShapeCheck:
+def _non_empty(key: str, what: str = "string", limit: int = MAX_ID_LENGTH) -> ShapeCheck:
     def check(action: Mapping[str, Any]) -> str | None:
         value = action.get(key)
         if not isinstance(value, str) or not value:
-            return f"{action['type']}: {key} must be a non-empty string"
-        if len(value) > MAX_ID_LENGTH:
-            return f"{action['type']}: {key} is longer than {MAX_ID_LENGTH} characters"
+            return f"{action['type']}: {key} must be a non-empty {what}"
+        if len(value) > limit:
+            return f"{action['type']}: {key} is longer than {limit} characters"
         return None
 
     return check
 
 
 def _non_empty_uri(key: str) -> ShapeCheck:
-    def check(action: Mapping[str, Any]) -> str | None:
-        value = action.get(key)
-        if not isinstance(value, str) or not value:
-            return f"{action['type']}: {key} must be a non-empty URI string"
-        if len(value) > MAX_URI_LENGTH:
-            return f"{action['type']}: {key} is longer than {MAX_URI_LENGTH} characters"
-        return None
-
-    return check
+    return _non_empty(key, "URI string", MAX_URI_LENGTH)
 
 
 def _input_answer_changed(action: Mapping[str, Any]) -> str | None:
