@@ -25,3 +25,9 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):  # noqa: F405
     _folder = tempfile.mkdtemp(prefix="ahpd-test-db-")
     atexit.register(shutil.rmtree, _folder, ignore_errors=True)
     DATABASES["default"]["TEST"] = {"NAME": str(Path(_folder) / "test.sqlite3")}  # noqa: F405
+else:
+    # A test database of this run's own: two runs on one PostgreSQL (a person's beside CI's)
+    # would otherwise share `test_<name>`, each dropping and making it under the other.
+    DATABASES["default"]["TEST"] = {  # noqa: F405
+        "NAME": f"test_{DATABASES['default']['NAME']}_{os.getpid()}"  # noqa: F405
+    }

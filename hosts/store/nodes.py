@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import Q
-from django.utils import timezone
+from django.db.models import DateTimeField, ExpressionWrapper, Q, Value
+from django.db.models.functions import Now
 
 from ..models import Node
 
@@ -50,7 +50,17 @@ class NodeHeld(Exception):
         )
 
 
-def _written(facts: NodeFacts, now: datetime, lease: timedelta) -> dict[str, Any]:
+def _now() -> Now:
+    """The database's time, not this process's: every node of the host, on whatever machine
+    with whatever clock, judges a lease by the same one."""
+    return Now()
+
+
+def _until(lease: timedelta) -> ExpressionWrapper:
+    return ExpressionWrapper(Now() + Value(lease), output_field=DateTimeField())
+
+
+def _written(facts: NodeFacts, lease: timedelta) -> dict[str, Any]:
     return {
         "instance": facts.instance,
         "address": facts.address,
@@ -59,17 +69,16 @@ def _written(facts: NodeFacts, now: datetime, lease: timedelta) -> dict[str, Any
         "folders": list(facts.folders),
         "agents_max": facts.agents_max,
         "version": facts.version,
-        "renewed_at": now,
-        "lease_until": now + lease,
+        "renewed_at": _now(),
+        "lease_until": _until(lease),
     }
 
 
 def claim(facts: NodeFacts, lease: timedelta) -> None:
     """Take the node's row for this start, or raise NodeHeld naming the live holder."""
-    now = timezone.now()
-    row = {**_written(facts, now, lease), "started_at": now}
+    row = {**_written(facts, lease), "started_at": _now()}
     rows = Node.objects.filter(node_id=facts.node_id)
-    if rows.filter(Q(lease_until__lt=now) | Q(instance=facts.instance)).update(**row):
+    if rows.filter(Q(lease_until__lt=_now()) | Q(instance=facts.instance)).update(**row):
         return
     try:
         with transaction.atomic():
@@ -93,9 +102,8 @@ def claim(facts: NodeFacts, lease: timedelta) -> None:
 def renew(facts: NodeFacts, lease: timedelta) -> bool:
     """Renew the lease this start holds; False where it holds it no longer (it lapsed and
     another start took the row)."""
-    now = timezone.now()
     held = Node.objects.filter(node_id=facts.node_id, instance=facts.instance)
-    return bool(held.update(**_written(facts, now, lease)))
+    return bool(held.update(**_written(facts, lease)))
 
 
 def release(facts: NodeFacts) -> None:
@@ -105,7 +113,7 @@ def release(facts: NodeFacts) -> None:
 
 def live() -> list[Node]:
     """The nodes whose lease holds now, first started first."""
-    return list(Node.objects.filter(lease_until__gte=timezone.now()))
+    return list(Node.objects.filter(lease_until__gte=_now()))
 
 
 def node_json(node: Node) -> dict[str, Any]:
