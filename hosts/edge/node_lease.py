@@ -76,9 +76,11 @@ class NodeLease:
                     said = True
             await asyncio.sleep(RETRY_SECONDS)
 
-    def serve(self, bound_host: str, bound_port: int) -> None:
-        """Renew the claim from now on, telling the others where this node listens."""
+    async def serve(self, bound_host: str, bound_port: int) -> None:
+        """Tell the others where this node listens (renewed now), and renew the claim from now
+        on, every third of the lease."""
         self.facts = replace(self.facts, address=node_address(bound_host, bound_port))
+        await self._renew_once()
         if self._task is None:
             self._task = asyncio.get_running_loop().create_task(
                 self._keep(), name="ahpd-node-lease"
@@ -87,21 +89,24 @@ class NodeLease:
     async def _keep(self) -> None:
         period = self.lease.total_seconds() / 3
         while True:
-            try:
-                if not await _renew(self.facts, self.lease):
-                    log.error(
-                        "node %s: its lease lapsed and another process took the id; "
-                        "claiming it again once that one's lapses",
-                        self.facts.node_id,
-                    )
-                    await _claim(self.facts, self.lease)
-            except asyncio.CancelledError:
-                raise
-            except NodeHeld as held:
-                log.error("%s", held)
-            except Exception:
-                log.exception("node %s: renewing its lease failed", self.facts.node_id)
             await asyncio.sleep(period)
+            await self._renew_once()
+
+    async def _renew_once(self) -> None:
+        try:
+            if not await _renew(self.facts, self.lease):
+                log.error(
+                    "node %s: its lease lapsed and another process took the id; "
+                    "claiming it again once that one's lapses",
+                    self.facts.node_id,
+                )
+                await _claim(self.facts, self.lease)
+        except asyncio.CancelledError:
+            raise
+        except NodeHeld as held:
+            log.error("%s", held)
+        except Exception:
+            log.exception("node %s: renewing its lease failed", self.facts.node_id)
 
     async def stop(self) -> None:
         """Stop renewing and let the row go: the node leaves every list at once."""

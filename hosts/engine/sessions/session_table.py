@@ -346,6 +346,9 @@ class Sessions:
         self.update_active_count()
         uri = session.record.uri
         self.writes.later(f"session:{uri}", lambda: self.store.delete_session(uri))
+        # Committed before whoever disposed it is answered: a session a client was told is
+        # gone must not come back after a crash (or a stop killed for taking too long).
+        await self.writes.flush()
 
     async def shutdown(self) -> None:
         """Stop the turns still running (each ends, and is written, as a stop) and let every
@@ -582,6 +585,10 @@ class Sessions:
     # chat's draft typed at every keystroke costs no copy per keystroke.
 
     def save_session(self, session: LiveSession) -> None:
+        """Write the session's record, behind; a session disposed meanwhile keeps nothing (a
+        turn's end tree kept after its session was disposed would have written it back)."""
+        if not self.holds(session):
+            return
         record = session.record
         self.writes.later(
             f"session:{record.uri}", lambda: self.store.save_session(record.to_json())

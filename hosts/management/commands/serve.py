@@ -125,11 +125,15 @@ class Command(BaseCommand):
             reactor.callWhenRunning(announce, str(bound_host), int(bound_port))
 
         def announce(bound_host: str, bound_port: int) -> None:
+            # On the loop once it runs (announce is called as the reactor starts it).
+            asyncio.ensure_future(announced(bound_host, bound_port), loop=loop)
+
+        async def announced(bound_host: str, bound_port: int) -> None:
             base = public_base(bound_host, bound_port)
             # Where it listens and its control token, for the commands of its deployment.
             control.publish(bound_host, bound_port, base)
-            # Renewed on the loop once it runs (announce is called as the reactor starts it).
-            loop.call_soon(node.serve, bound_host, bound_port)
+            # Listed among the nodes with where it listens before it says it serves.
+            await node.serve(bound_host, bound_port)
             self.stdout.write(f"ahpd: serving AHP on {with_token(base, token)}")
             for line in signing_in_lines(vscode_address(base), token):
                 self.stdout.write(line)
