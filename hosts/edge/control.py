@@ -106,16 +106,23 @@ def running() -> Running | None:
     if _published is not None:
         return _published
     record = read_record()
-    if record is None:
+    if record is None or gone(record.machine, record.pid):
         return None
-    if record.machine == socket.gethostname():
-        try:
-            os.kill(record.pid, 0)
-        except ProcessLookupError:
-            return None
-        except PermissionError:
-            pass  # alive, another user's
     return record
+
+
+def gone(machine: str, pid: int) -> bool:
+    """Whether a process written down as `pid` on `machine` is known to be gone: on this
+    machine, no process has that pid (elsewhere nothing can be known from here)."""
+    if machine != socket.gethostname():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        pass  # alive, another user's
+    return False
 
 
 def admits(token: str) -> bool:

@@ -11,7 +11,6 @@ names the holder read, so two starts racing for it cannot both win.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -20,6 +19,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import DateTimeField, ExpressionWrapper, Q, Value
 from django.db.models.functions import Now
 
+from ..edge.control import gone
 from ..models import Node
 
 
@@ -90,7 +90,7 @@ def claim(facts: NodeFacts, lease: timedelta) -> None:
     if holder is None:  # let go between the two statements: claimed on the next try
         claim(facts, lease)
         return
-    if holder.machine == facts.machine and not _alive(holder.pid):
+    if gone(holder.machine, holder.pid):
         # Killed and started again before its lease lapsed: this start takes it over, unless
         # another start took it first.
         if rows.filter(instance=holder.instance).update(**row):
@@ -129,13 +129,3 @@ def node_json(node: Node) -> dict[str, Any]:
         "startedAt": node.started_at.isoformat(timespec="seconds"),
         "leaseUntil": node.lease_until.isoformat(timespec="seconds"),
     }
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # another user's
-    return True
