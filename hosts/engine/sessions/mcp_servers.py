@@ -110,14 +110,9 @@ class SessionMcp:
 
     async def offer(self, directory: McpServerDirectory) -> None:
         """Ask the directory what the session's owner is offered, and list it."""
-        record = self.session.record
         async with self._offering:
-            try:
-                specs = await directory.offered(record.owner, record.scope)
-            except Exception:
-                log.exception("the MCP servers offered to %s could not be read", record.uri)
-                specs = []
-            self.specs = {spec.id: spec for spec in specs}
+            specs = await self._read(directory)
+            self.specs = {spec.id: spec for spec in specs or ()}
             self.session.customizations.set_part(
                 "mcp", [customization(spec) for spec in self.specs.values()]
             )
@@ -134,12 +129,9 @@ class SessionMcp:
             await self._offer_again(directory)
 
     async def _offer_again(self, directory: McpServerDirectory) -> None:
-        record = self.session.record
-        try:
-            specs = await directory.offered(record.owner, record.scope)
-        except Exception:
-            log.exception("the MCP servers offered to %s could not be read", record.uri)
-            return
+        specs = await self._read(directory)
+        if specs is None:
+            return  # what the session was offered stays: a failed read is no news
         before, now = self.specs, {spec.id: spec for spec in specs}
         if self._closed or now == before:
             return
@@ -159,6 +151,16 @@ class SessionMcp:
                 for spec in now.values()
             ],
         )
+
+    async def _read(self, directory: McpServerDirectory) -> list[McpServerSpec] | None:
+        """What the directory says the session's owner is offered; None where it could not
+        be read (logged)."""
+        record = self.session.record
+        try:
+            return list(await directory.offered(record.owner, record.scope))
+        except Exception:
+            log.exception("the MCP servers offered to %s could not be read", record.uri)
+            return None
 
     async def _restart(self, connections: SessionMcpServers, spec: McpServerSpec) -> None:
         """A running server whose definition moved: stopped, and started again on the new one
