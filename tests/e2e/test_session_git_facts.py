@@ -58,6 +58,16 @@ def commit(folder: Path, name: str, text: str) -> None:
     git(folder, *WHO, "commit", "-q", "-m", name)
 
 
+#: What a clone_with_drift says under _meta.git.
+DRIFTED = {
+    "branchName": "feature",
+    "upstreamBranchName": "origin/feature",
+    "outgoingChanges": 1,
+    "incomingChanges": 1,
+    "uncommittedChanges": 2,
+}
+
+
 def clone_with_drift(place: Path) -> Path:
     """A clone on `feature`, tracking origin/feature: one commit ahead, one behind, one file
     changed and one untracked."""
@@ -101,14 +111,7 @@ async def test_a_session_says_its_branch_upstream_drift_and_dirt(
 ) -> None:
     work = clone_with_drift(place)
     client, session, _ = await opened(server, connect, work)
-    expected = {
-        "branchName": "feature",
-        "upstreamBranchName": "origin/feature",
-        "outgoingChanges": 1,
-        "incomingChanges": 1,
-        "uncommittedChanges": 2,
-    }
-    meta = await git_said(client, session, expected)
+    meta = await git_said(client, session, DRIFTED)
     # The rest of `_meta` is kept beside it: its owner.
     assert set(meta) - {"git"} == {"ahpd.owner"}
     await client.assert_conforms(session)
@@ -119,17 +122,7 @@ async def test_a_turn_that_commits_moves_the_counts_and_is_said_once(
 ) -> None:
     work = clone_with_drift(place)
     client, session, chat = await opened(server, connect, work)
-    await git_said(
-        client,
-        session,
-        {
-            "branchName": "feature",
-            "upstreamBranchName": "origin/feature",
-            "outgoingChanges": 1,
-            "incomingChanges": 1,
-            "uncommittedChanges": 2,
-        },
-    )
+    await git_said(client, session, DRIFTED)
     before = len(metas(client, session))
     await bang(client, chat, f"git {WHO_SHELL} commit -q -am more")
     committed = {
@@ -240,13 +233,7 @@ async def test_a_session_read_back_after_a_restart_says_where_git_stands_now(
 ) -> None:
     work = clone_with_drift(place)
     client, session, chat = await opened(server, connect, work)
-    facts = {
-        "branchName": "feature",
-        "upstreamBranchName": "origin/feature",
-        "outgoingChanges": 1,
-        "incomingChanges": 1,
-        "uncommittedChanges": 2,
-    }
+    facts = DRIFTED
     await git_said(client, session, facts)
     # A turn (the session is announced and kept), and its read said: this server reads no more.
     await bang(client, chat, "touch more.txt")
