@@ -12,10 +12,17 @@ from channels.layers import get_channel_layer
 from audit.engine_trail import DjangoAuditTrail
 from automations.store import DjangoAutomationStore
 from hosts.edge.relay import LayerRelay
-from hosts.edge.runtime import configured_agents, configured_mcp_servers, host_settings
+from hosts.edge.runtime import (
+    configured_agents,
+    configured_mcp_servers,
+    host_settings,
+    this_node,
+)
 from hosts.engine.automations import Automations
 from hosts.engine.host import Host
+from hosts.engine.placement import NodePlacement
 from hosts.store import DjangoDirectory, DjangoStore
+from hosts.store.session_nodes import DjangoSessionNodes
 from mcp_servers.directory import DjangoMcpDirectory
 from usage.meter import DjangoMeter
 
@@ -24,11 +31,15 @@ def build_engine() -> Host:
     """The process's host, made and not started: runtime.get_router starts it, then its
     automations."""
     layer = get_channel_layer()
+    # A node of a host of several (`serve`) runs the sessions the database gives it; a
+    # process with no server loop runs every session it keeps.
+    node_id, machine = this_node() or ("", "")
     host = Host(
-        DjangoStore(),
+        DjangoStore(node_id, machine),
         host_settings(),
         configured_agents(),
         DjangoDirectory(),
+        placement=NodePlacement(node_id, DjangoSessionNodes(node_id, machine)) if node_id else None,
         relay=LayerRelay(layer) if layer is not None else None,
     )
     host.turns.metering.meter = DjangoMeter()

@@ -70,6 +70,15 @@ class StoredSession(models.Model):
         default=False,
         help_text="made by a window of a multi-root workspace: its folders may change",
     )
+    #: The node that runs it now (hosts/store/session_nodes.py): taken only by a write under
+    #: a condition, by a node starting or taking over from one gone; blank before any did.
+    node = models.CharField(
+        max_length=200,
+        blank=True,
+        default="",
+        db_index=True,
+        help_text="the node that runs it now (its agent, terminals and turns)",
+    )
 
     class Meta:
         verbose_name = "session"

@@ -3,8 +3,9 @@ third of the lease on the server's loop, and let go as it stops (hosts/store/nod
 
 A start whose node id another live process holds waits for that lease to lapse (one lease:
 a node killed and started again on a machine that reused its pid) and is then refused in
-words naming the holder. A renewal that finds the row taken (this process stalled past its
-lease and another start claimed the id) is logged and claimed again once that lease lapses.
+words naming the holder. A renewal that finds the lease lapsed (this process stalled past it)
+claims the row again, and then lets go the sessions another node took meanwhile (on_lapsed);
+one that finds the row another start's is logged and claimed again once that lease lapses.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import os
 import secrets
 import socket
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from datetime import timedelta
 
@@ -25,6 +27,11 @@ from ..store.nodes import NodeFacts, NodeHeld, claim, release, renew
 from .control import WILDCARDS
 
 log = logging.getLogger("ahpd.nodes")
+
+
+async def _nothing() -> None:
+    return None
+
 
 #: How often a start whose id is held tries again while it waits for the lease to lapse.
 RETRY_SECONDS = 1.0
@@ -59,6 +66,8 @@ class NodeLease:
             version=version,
         )
         self._task: asyncio.Task[None] | None = None
+        #: Called once a renewal found the lease lapsed and the row was claimed again.
+        self.on_lapsed: Callable[[], Awaitable[None]] = _nothing
 
     async def claim(self) -> None:
         """Claim the row, waiting out one lease for a holder to lapse; NodeHeld after that."""
@@ -96,11 +105,13 @@ class NodeLease:
         try:
             if not await _renew(self.facts, self.lease):
                 log.error(
-                    "node %s: its lease lapsed and another process took the id; "
-                    "claiming it again once that one's lapses",
+                    "node %s: its lease lapsed before it was renewed (another node may have "
+                    "taken its sessions meanwhile); claiming it again",
                     self.facts.node_id,
                 )
                 await _claim(self.facts, self.lease)
+                # Live again: whatever another node took meanwhile is its now.
+                await self.on_lapsed()
         except asyncio.CancelledError:
             raise
         except NodeHeld as held:

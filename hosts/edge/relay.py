@@ -97,7 +97,9 @@ async def answer_call(host: Host, layer: Layer, message: dict[str, Any]) -> None
     reply: dict[str, Any] = {"type": REPLY}
     try:
         principal = principal_from_json(message["principal"])
-        reply["result"] = await perform(host, message["service"], principal, **message["args"])
+        reply["result"] = await perform(
+            host, message["service"], principal, relayed=True, **message["args"]
+        )
     except ProtocolError as exc:
         reply["error"] = exc.to_json()
     except Exception:

@@ -29,6 +29,7 @@ from ..backends.base import Agent, McpServerSpec
 from ..backends.config import build_agents, load_agents, load_mcp_servers
 from ..backends.sandbox import SandboxSettings, decide
 from ..engine.host import Host, HostSettings
+from ..engine.placement import engine_channel
 from ..engine.router import Router
 from ..engine.telemetry import TelemetrySettings
 from ..engine.terminals import TerminalSettings
@@ -39,6 +40,9 @@ log = logging.getLogger("ahpd.runtime")
 
 ENGINE_CHANNEL = "ahpd.engine"
 
+#: This process as a node of its host (`serve`): its id and machine, said before the engine
+#: is made (serve_as_node); None for one with no server loop (a shell, a test).
+_node: tuple[str, str] | None = None
 _host: Host | None = None
 _router: Router | None = None
 _inbox: asyncio.Task[None] | None = None
@@ -141,6 +145,19 @@ def configured_mcp_servers() -> tuple[McpServerSpec, ...]:
     return tuple(load_mcp_servers(Path(settings.AHPD_CONFIG).expanduser()))
 
 
+def serve_as_node(node_id: str, machine: str) -> None:
+    """Say, before the engine is made, that this process is the node `node_id` of its host:
+    its engine runs the sessions the database gives it (hosts/engine/placement.py) and reads
+    the calls other processes send it by name as well as the host's."""
+    global _node
+    _node = (node_id, machine)
+
+
+def this_node() -> tuple[str, str] | None:
+    """(id, machine) of this process's node, where it is one (the composition root asks)."""
+    return _node
+
+
 def engine_started() -> bool:
     """Whether this process's engine runs (under `serve` it always does, before the port
     opens); a page that only reads it starts none."""
@@ -167,7 +184,10 @@ async def get_router() -> Router:
         gc.freeze()
     await _host.start()
     if _inbox is None:
-        _inbox = asyncio.get_running_loop().create_task(_read_inbox(_host), name="ahpd-inbox")
+        channels = [ENGINE_CHANNEL, *([engine_channel(_node[0])] if _node else [])]
+        _inbox = asyncio.get_running_loop().create_task(
+            _read_inboxes(_host, channels), name="ahpd-inbox"
+        )
     assert _router is not None
     return _router
 
@@ -263,7 +283,14 @@ async def shutdown() -> None:
     await close_connections_async()
 
 
-async def _read_inbox(host: Host, channel: str = ENGINE_CHANNEL) -> None:
+async def _read_inboxes(host: Host, channels: list[str]) -> None:
+    """Read every channel this engine is asked on: the host's (any node may take a message
+    sent there) and, for a node, its own (what another node carries to the sessions it
+    runs)."""
+    await asyncio.gather(*(_read_inbox(host, channel) for channel in channels))
+
+
+async def _read_inbox(host: Host, channel: str) -> None:
     """What other processes ask of this engine: host actions to say, one at a time, in order,
     and service calls (relay.py), each answered on its own."""
     layer = get_channel_layer()
@@ -275,14 +302,18 @@ async def _read_inbox(host: Host, channel: str = ENGINE_CHANNEL) -> None:
         except asyncio.CancelledError:
             raise
         except Exception:
-            log.exception("reading %s failed; retrying", ENGINE_CHANNEL)
+            log.exception("reading %s failed; retrying", channel)
             await asyncio.sleep(1)
             continue
         if message.get("type") == relay.CALL:
             asyncio.get_running_loop().create_task(relay.answer_call(host, layer, message))
             continue
         try:
-            await host.sessions.wake(str(message.get("channel")))
+            elsewhere = await host.wake(str(message.get("channel")))
+            if elsewhere is not None:
+                # The session is another node's: said there, in the order it came.
+                await layer.send(elsewhere.channel, message)
+                continue
             await _apply(host, message)
         except Exception:
             log.exception("engine message %r failed", message.get("type"))

@@ -41,7 +41,7 @@ from .folder_watchers import FolderWatchers
 from .git_facts import GitFacts
 from .host_settings import HostSettings as HostSettings
 from .permissions import Permissions
-from .placement import HereOnly, Placement, Relay
+from .placement import Elsewhere, HereOnly, Placement, Relay
 from .ports import ListedMcpServers, McpServerDirectory, Store, Transport
 from .principal import USERS_RESOURCE_METADATA, Directory, NoDirectory, Principal
 from .principal import root as principal_root
@@ -269,15 +269,41 @@ class Host:
             return None
         return chat.session.uri, chat.session.record.provider
 
-    async def wake(self, uri: str) -> None:
-        """Make ready what a URI names before a command reads it: a dormant chat's turns, a
-        watch channel named again (after a restart), a logs channel's level."""
+    async def wake(self, uri: str) -> Elsewhere | None:
+        """Make ready what a URI names before a command reads it: a session this node takes
+        over (its node gone), a dormant chat's turns, a watch channel named again (after a
+        restart), a logs channel's level. The live node that runs it, where another does:
+        nothing is made ready here."""
+        elsewhere = await self.elsewhere(uri)
+        if elsewhere is not None:
+            return elsewhere
         self.telemetry.wake(uri)
         await self.sessions.wake(uri)
         self.watches.wake(uri)
         self.changesets.wake(uri)
         self.annotations.wake(uri)
         await self.folder_customizations.wake(uri)
+        return None
+
+    async def elsewhere(self, uri: str) -> Elsewhere | None:
+        """The live node that runs the session a URI is in, where that is another node's; a
+        session that no live node runs is taken by this one and opened here first."""
+        if not self.placement.node_id or self.sessions.taken(uri) or uri in self.sessions.sessions:
+            return None
+        found = await self.placement.find(uri)
+        if found.elsewhere is not None:
+            return found.elsewhere
+        if found.session is not None and found.session not in self.sessions.sessions:
+            await self.sessions.adopt(found.session)
+        return None
+
+    async def let_go_taken(self) -> None:
+        """Let go every session another node took while this one was thought gone (its lease
+        lapsed unrenewed): told by the node's lease as it finds that."""
+        kept = await self.placement.held()
+        for uri in [uri for uri in self.sessions.sessions if uri not in kept]:
+            log.warning("session %s is run by another node now: let go here", uri)
+            await self.sessions.let_go(uri)
 
     def agents_info(self) -> list[dict[str, Any]]:
         """Root state's `agents`: each agent's AgentInfo, with the people resource."""

@@ -14,17 +14,22 @@ class Store(Protocol):
 
     async def save_root_config(self, values: dict[str, Any]) -> None: ...
 
-    async def load_sessions(self) -> list[dict[str, Any]]:
-        """Every kept session as {"session": record, "chats": [record with "turn_count"]}: what
-        listing and watching a session need, not the chats' turns."""
+    async def load_sessions(self, only: str | None = None) -> list[dict[str, Any]]:
+        """Every kept session this engine runs (or the one `only` names) as {"session":
+        record, "chats": [record with "turn_count"]}: what listing and watching a session
+        need, not the chats' turns. A node of several takes, first, every session no live
+        node runs (hosts/store/session_nodes.py)."""
         ...
 
     async def load_turns(self, chat: str) -> list[dict[str, Any]]:
         """A chat's turns, oldest first."""
         ...
 
-    async def load_running_turns(self) -> list[tuple[str, int, dict[str, Any]]]:
-        """(chat, position, turn) of every turn kept as still running."""
+    async def load_running_turns(
+        self, session: str | None = None
+    ) -> list[tuple[str, int, dict[str, Any]]]:
+        """(chat, position, turn) of every turn kept as still running in the sessions this
+        engine runs (or in `session`)."""
         ...
 
     async def save_session(self, session: dict[str, Any]) -> None: ...
@@ -81,9 +86,11 @@ class MemoryStore:
     async def save_root_config(self, values: dict[str, Any]) -> None:
         self.root_config = dict(values)
 
-    async def load_sessions(self) -> list[dict[str, Any]]:
+    async def load_sessions(self, only: str | None = None) -> list[dict[str, Any]]:
         out = []
         for session in self.sessions.values():
+            if only is not None and session["uri"] != only:
+                continue
             chats = [
                 {**self.chats[uri], "turn_count": len(self.turns.get(uri, {}))}
                 for uri in session["chats"]
@@ -95,12 +102,15 @@ class MemoryStore:
     async def load_turns(self, chat: str) -> list[dict[str, Any]]:
         return [dict(t) for _, t in sorted(self.turns.get(chat, {}).items())]
 
-    async def load_running_turns(self) -> list[tuple[str, int, dict[str, Any]]]:
+    async def load_running_turns(
+        self, session: str | None = None
+    ) -> list[tuple[str, int, dict[str, Any]]]:
         return [
             (chat, position, dict(turn))
             for chat, turns in self.turns.items()
             for position, turn in turns.items()
             if turn.get("state") == "running"
+            and (session is None or self.chats.get(chat, {}).get("session") == session)
         ]
 
     async def save_session(self, session: dict[str, Any]) -> None:

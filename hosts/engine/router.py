@@ -81,8 +81,17 @@ class Router:
                     )
             named = params.get("channel")
             if isinstance(named, str):
-                # A chat whose turns are not read yet is read before anything names it.
-                await self.host.wake(named)
+                # A chat whose turns are not read yet is read before anything names it; a
+                # session whose node is gone is taken over here.
+                elsewhere = await self.host.wake(named)
+                if elsewhere is not None:
+                    raise ProtocolError(
+                        ErrorCode.SESSION_NOT_FOUND,
+                        f"{named} is run by node {elsewhere.node_id}"
+                        f"{f' ({elsewhere.address})' if elsewhere.address else ''}: this node "
+                        "serves it once that node is gone; connect to that node for it",
+                        {"node": elsewhere.node_id, "address": elsewhere.address},
+                    )
             if command.grant == FRESH:
                 await self.host.permissions.principal_now(conn)
             elif command.grant is not None:

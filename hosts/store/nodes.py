@@ -100,9 +100,11 @@ def claim(facts: NodeFacts, lease: timedelta) -> None:
 
 
 def renew(facts: NodeFacts, lease: timedelta) -> bool:
-    """Renew the lease this start holds; False where it holds it no longer (it lapsed and
-    another start took the row)."""
-    held = Node.objects.filter(node_id=facts.node_id, instance=facts.instance)
+    """Renew the lease this start holds; False where it holds it no longer: it lapsed (and
+    another node may have taken the sessions this one ran), or another start took the row."""
+    held = Node.objects.filter(
+        node_id=facts.node_id, instance=facts.instance, lease_until__gte=_now()
+    )
     return bool(held.update(**_written(facts, lease)))
 
 

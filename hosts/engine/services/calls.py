@@ -12,6 +12,7 @@ from typing import Any
 
 from ..host import Host
 from ..principal import Principal
+from ..sessions.records import file_path
 from .automations import (
     do_automation_claimed,
     do_automations_here,
@@ -49,16 +50,26 @@ SERVICES: dict[str, Service] = {
 }
 
 
-async def perform(host: Host, name: str, principal: Principal, **args: Any) -> Any:
-    """Run the service `name` as `principal`, on the engine that holds its session, and
-    return its JSON answer once what it changed is written."""
+async def perform(
+    host: Host, name: str, principal: Principal, *, relayed: bool = False, **args: Any
+) -> Any:
+    """Run the service `name` as `principal`, on the node that runs its session (a new one:
+    the node its folder is placed on), and return its JSON answer once what it changed is
+    written. A call another node carried here (`relayed`) runs here."""
     service = SERVICES[name]
     uri = args.get(service.routed_by) if service.routed_by else None
-    holder = host.placement.holder(uri) if isinstance(uri, str) else host.placement.place_new()
-    if holder is not None:
-        if host.relay is None:
-            raise RuntimeError(f"{uri or 'a new session'} is held by engine {holder}: no relay")
-        return await host.relay.call(holder, name, principal, args)
+    if not relayed:
+        elsewhere = (
+            await host.elsewhere(uri)
+            if isinstance(uri, str)
+            else await host.placement.place_new(_first_folder(args))
+            if name == "create_session"
+            else None
+        )
+        if elsewhere is not None:
+            if host.relay is None:
+                raise RuntimeError(f"{uri or 'a new session'} is run by {elsewhere.node_id}")
+            return await host.relay.call(elsewhere.channel, name, principal, args)
     if isinstance(uri, str):
         await host.sessions.wake_session(uri)
     # Where the call came in (the REST API, the admin, a task), for the audit trail: said by
@@ -74,3 +85,11 @@ async def perform(host: Host, name: str, principal: Principal, **args: Any) -> A
     # as long as a turn streams (its progress is written behind as it goes).
     await host.writes.flush()
     return result.to_json() if isinstance(result, Created) else result
+
+
+def _first_folder(args: dict[str, Any]) -> str | None:
+    """The folder a new session asked for works in, as a path (None: none named yet)."""
+    folders = args.get("directories")
+    if not isinstance(folders, list) or not folders or not isinstance(folders[0], str):
+        return None
+    return str(file_path(folders[0]))

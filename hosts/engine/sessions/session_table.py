@@ -53,6 +53,7 @@ class Sessions:
         #: Chats whose turns the store holds and nobody has read yet, by URI.
         self.dormant: dict[str, ChatRecord] = {}
         self._waking: dict[str, asyncio.Future[list[dict[str, Any]]]] = {}
+        self._adopting: dict[str, asyncio.Future[None]] = {}
         self.catalogue = Catalogue()
         #: A session's changeset catalogue (changesets/), and who hears its turns start and end.
         self.catalogue_of: Callable[[SessionRecord], list[dict[str, Any]] | None] = lambda r: None
@@ -94,13 +95,41 @@ class Sessions:
     # -- start and shapes -----------------------------------------------------------------
 
     async def restore(self) -> None:
-        """Open every session the store keeps, its chats' turns left unread until a chat is
-        watched (`wake`); a turn the last process left running is ended."""
+        """Open every session the store keeps (a node's: those it runs), its chats' turns left
+        unread until a chat is watched (`wake`); a turn the last process left running is
+        ended."""
         for data in await self.store.load_sessions():
-            record = record_from_json(SessionRecord, data["session"])
-            self._open(record, [record_from_json(ChatRecord, c) for c in data["chats"]])
+            self._open_kept(data)
         for chat, position, turn in await self.store.load_running_turns():
             self.save_turn(chat, position, interrupted(turn))
+
+    async def adopt(self, uri: str) -> None:
+        """Open a session this engine runs from now on, though it did not start with it (its
+        node gone, or made by another node since): read from the store as `restore` reads
+        them, a turn left running ended, and listed to this engine's clients."""
+        adopting = self._adopting.get(uri)
+        if adopting is None:
+            adopting = self._adopting[uri] = asyncio.ensure_future(self._adopt(uri))
+            adopting.add_done_callback(lambda _: self._adopting.pop(uri, None))
+        await asyncio.shield(adopting)
+
+    async def _adopt(self, uri: str) -> None:
+        if uri in self.sessions:
+            return
+        for data in await self.store.load_sessions(only=uri):
+            if uri in self.sessions:
+                return  # made here meanwhile
+            session = self._open_kept(data)
+            if session.record.announced:
+                self._notify_root(
+                    "root/sessionAdded", session.record, {"summary": session_row(session)}
+                )
+        for chat, position, turn in await self.store.load_running_turns(uri):
+            self.save_turn(chat, position, interrupted(turn))
+
+    def _open_kept(self, data: dict[str, Any]) -> LiveSession:
+        record = record_from_json(SessionRecord, data["session"])
+        return self._open(record, [record_from_json(ChatRecord, c) for c in data["chats"]])
 
     async def wake(self, uri: str) -> None:
         """Read a dormant chat's turns and open its channel; nothing for any other URI.
@@ -326,6 +355,22 @@ class Sessions:
     async def dispose(self, session: LiveSession) -> None:
         if not self.holds(session):
             return  # disposed already (two callers raced)
+        await self._close(session)
+        uri = session.record.uri
+        self.writes.later(f"session:{uri}", lambda: self.store.delete_session(uri))
+        # Committed before whoever disposed it is answered: a session a client was told is
+        # gone must not come back after a crash (or a stop killed for taking too long).
+        await self.writes.flush()
+
+    async def let_go(self, uri: str) -> None:
+        """Stop running a session another node runs now (this one was thought gone and it was
+        taken over): its agents let go and its channels closed here, its store left as the
+        other node keeps it."""
+        session = self.sessions.get(uri)
+        if session is not None:
+            await self._close(session)
+
+    async def _close(self, session: LiveSession) -> None:
         # Out of the tables before anything awaits, so nothing said meanwhile keeps it.
         del self.sessions[session.record.uri]
         self.catalogue.drop(session.record.uri)
@@ -344,11 +389,6 @@ class Sessions:
                 "root/sessionRemoved", session.record, {"session": session.record.uri}
             )
         self.update_active_count()
-        uri = session.record.uri
-        self.writes.later(f"session:{uri}", lambda: self.store.delete_session(uri))
-        # Committed before whoever disposed it is answered: a session a client was told is
-        # gone must not come back after a crash (or a stop killed for taking too long).
-        await self.writes.flush()
 
     async def shutdown(self) -> None:
         """Stop the turns still running (each ends, and is written, as a stop) and let every

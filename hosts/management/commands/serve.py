@@ -61,27 +61,33 @@ class Command(BaseCommand):
         from twisted.internet.defer import Deferred
 
         from hosts.edge.node_lease import NodeLease
-        from hosts.edge.runtime import get_host, shutdown
+        from hosts.edge.runtime import get_host, host_settings, serve_as_node, shutdown
         from hosts.store.nodes import NodeHeld
 
         # ASGI_APPLICATION (ahpsite/asgi.py): the project's, which hosts does not import.
         application = get_default_application()
 
-        # The engine reads the store (root config and every session kept) on the loop daphne
-        # will run, before the port opens: a client that connects once "serving" is printed is
-        # let in at once, not held at its upgrade until that read is done.
-        try:
-            engine = reactor_loop().run_until_complete(get_host())
-        except DatabaseError as exc:
-            raise EnvError(f"the store could not be read: {exc}") from None
         # This process as a node of its host (every serve on this database is one), its row
-        # claimed before the port opens and renewed once it listens.
-        node = NodeLease(engine.settings.server_version)
+        # claimed before the engine reads which sessions are its own, and renewed once it
+        # listens.
+        node = NodeLease(host_settings().server_version)
         try:
             reactor_loop().run_until_complete(node.claim())
         except NodeHeld as exc:
-            reactor_loop().run_until_complete(shutdown())
             raise EnvError(str(exc)) from None
+        except DatabaseError as exc:
+            raise EnvError(f"the store could not be read: {exc}") from None
+        serve_as_node(node.facts.node_id, node.facts.machine)
+        # The engine reads the store (root config and every session it runs) on the loop
+        # daphne will run, before the port opens: a client that connects once "serving" is
+        # printed is let in at once, not held at its upgrade until that read is done.
+        try:
+            engine = reactor_loop().run_until_complete(get_host())
+        except DatabaseError as exc:
+            reactor_loop().run_until_complete(node.stop())
+            raise EnvError(f"the store could not be read: {exc}") from None
+        # Sessions another node took while this one's lease had lapsed are let go here.
+        node.on_lapsed = engine.let_go_taken
 
         async def stopped() -> None:
             await node.stop()

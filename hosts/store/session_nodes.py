@@ -1,0 +1,139 @@
+"""Which node runs each session (hosts.models.StoredSession.node), when several `serve`
+processes share one database (hosts/store/nodes.py).
+
+A session is run by one node at a time. A node takes a session by one statement under a
+condition, never a read and then a write: the row's node is blank, is this node already, or is
+a node whose lease has lapsed (no live row). Two nodes taking the same session at once cannot
+both win: the database applies one update, and the other's condition no longer holds when it
+is evaluated again on the row the first wrote (PostgreSQL's read committed; SQLite writes one
+at a time).
+
+A node on this very machine whose process is gone (killed and not yet lapsed) has its row let
+go first, by a delete naming the start read, so its sessions are taken at once rather than a
+lease later.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import PurePath
+
+from django.db.models import Count, Q, QuerySet
+from django.db.models.functions import Now
+
+from ..edge.control import gone
+from ..models import Node, StoredChat, StoredSession
+from .engine_database import db_call
+
+
+@dataclass(frozen=True)
+class Holder:
+    """A live node that runs a session: its id, and where clients reach it."""
+
+    node_id: str
+    address: str
+
+
+def _live_ids() -> QuerySet[Node]:
+    return Node.objects.filter(lease_until__gte=Now()).values("node_id")
+
+
+def _free_for(node_id: str) -> Q:
+    """Sessions `node_id` may take: no node's, its own, or a node's that is gone."""
+    return Q(node="") | Q(node=node_id) | ~Q(node__in=_live_ids())
+
+
+def let_go_gone_here(machine: str) -> None:
+    """Let go the rows of nodes on this machine whose process is gone (killed before their
+    lease lapsed); a start that has claimed the row since is another instance, left alone."""
+    rows = Node.objects.filter(machine=machine, lease_until__gte=Now())
+    for node_id, instance, pid in rows.values_list("node_id", "instance", "pid"):
+        if gone(machine, pid):
+            Node.objects.filter(node_id=node_id, instance=instance).delete()
+
+
+def take_free(node_id: str, machine: str) -> int:
+    """Take every session no live node runs (a node starting): how many it runs now."""
+    let_go_gone_here(machine)
+    StoredSession.objects.filter(_free_for(node_id)).exclude(node=node_id).update(node=node_id)
+    return StoredSession.objects.filter(node=node_id).count()
+
+
+def session_of(uri: str) -> str | None:
+    """The session a URI is in, as the database keeps it: a session's, a chat's, or a channel
+    under a session's (`<session>/annotations`, a changeset's); None for none."""
+    chat = StoredChat.objects.filter(uri=uri).values_list("session_id", flat=True).first()
+    if chat is not None:
+        return str(chat)
+    named = [uri, *(uri[:cut] for cut in range(len(uri)) if uri[cut] == "/" and cut)]
+    kept = StoredSession.objects.filter(uri__in=named).values_list("uri", flat=True)
+    return max(kept, key=len, default=None)
+
+
+def take(session: str, node_id: str, machine: str) -> Holder | None:
+    """Take `session` for `node_id` where no live node runs it (None: it is `node_id`'s now);
+    the live node that runs it otherwise."""
+    rows = StoredSession.objects.filter(uri=session)
+    if rows.filter(_free_for(node_id)).update(node=node_id):
+        return None
+    let_go_gone_here(machine)
+    if rows.filter(_free_for(node_id)).update(node=node_id):
+        return None
+    holder = rows.values_list("node", flat=True).first()
+    if holder is None:
+        return None  # disposed meanwhile: nothing to run
+    address = Node.objects.filter(node_id=holder).values_list("address", flat=True).first()
+    return Holder(str(holder), str(address or ""))
+
+
+def held(node_id: str) -> list[str]:
+    """The sessions `node_id` runs, as the database says."""
+    return list(StoredSession.objects.filter(node=node_id).values_list("uri", flat=True))
+
+
+def place(folder: str, node_id: str) -> tuple[str, str]:
+    """The node a new session working in `folder` goes to: of the live nodes serving the
+    folder, the one running fewest sessions for the agents it may run (`node_id`, this one,
+    where it is among the least loaded or none serves the folder)."""
+    counts = dict(
+        StoredSession.objects.exclude(node="")
+        .values("node")
+        .annotate(n=Count("uri"))
+        .values_list("node", "n")
+    )
+    best, best_load = (node_id, ""), None
+    for row in Node.objects.filter(lease_until__gte=Now()).order_by("node_id"):
+        if not _serves(row.folders, folder):
+            continue
+        load = counts.get(row.node_id, 0) / (row.agents_max or 1000)
+        if row.agents_max and counts.get(row.node_id, 0) >= row.agents_max:
+            continue  # full
+        if best_load is None or load < best_load or (load == best_load and row.node_id == node_id):
+            best, best_load = (row.node_id, row.address), load
+    return best
+
+
+def _serves(folders: list[str], folder: str) -> bool:
+    path = PurePath(folder)
+    return any(path == PurePath(root) or PurePath(root) in path.parents for root in folders)
+
+
+class DjangoSessionNodes:
+    """The engine's SessionNodes port (hosts/engine/placement.py) for one node, over the ORM."""
+
+    def __init__(self, node_id: str, machine: str) -> None:
+        self.node_id = node_id
+        self.machine = machine
+
+    async def session_of(self, uri: str) -> str | None:
+        return await db_call(session_of)(uri)
+
+    async def take(self, session: str) -> tuple[str, str] | None:
+        holder = await db_call(take)(session, self.node_id, self.machine)
+        return None if holder is None else (holder.node_id, holder.address)
+
+    async def place(self, folder: str) -> tuple[str, str]:
+        return await db_call(place)(folder, self.node_id)
+
+    async def held(self) -> list[str]:
+        return await db_call(held)(self.node_id)
