@@ -342,6 +342,7 @@ class SessionDetailSerializer(SessionSerializer):
             "defaultChat",
             "workingDirectories",
             "config",
+            "node",
             "chats",
         ]
         read_only_fields = fields
