@@ -14,6 +14,11 @@ import logging
 from typing import Any, Protocol
 
 from ..engine.host import Host
+from ..engine.other_nodes.remote_clients import (
+    CLIENT_REQUEST,
+    dispatch_from_node,
+    request_from_node,
+)
 from ..engine.principal import Principal
 from ..engine.services.calls import perform
 from ..protocol.errors import ErrorCode, ProtocolError
@@ -21,6 +26,7 @@ from ..protocol.errors import ErrorCode, ProtocolError
 log = logging.getLogger("ahpd.relay")
 
 CALL = "engine.call"
+DISPATCH = "engine.dispatch"
 REPLY = "engine.reply"
 
 
@@ -91,15 +97,44 @@ class LayerRelay:
             raise ProtocolError(ErrorCode(error["code"]), error["message"], error.get("data"))
         return reply.get("result")
 
+    async def send(self, inbox: str, message: dict[str, Any]) -> None:
+        await self._layer.send(inbox, message)
+
+    async def dispatch(
+        self, engine: str, principal: Principal, client: dict[str, Any], params: dict[str, Any]
+    ) -> None:
+        await self._layer.send(
+            engine,
+            {
+                "type": DISPATCH,
+                "principal": principal_json(principal),
+                "client": client,
+                "params": params,
+            },
+        )
+
+
+async def take_dispatch(host: Host, message: dict[str, Any]) -> None:
+    """Apply a dispatchAction another node's client sent, as that node checked it in."""
+    await dispatch_from_node(
+        host, principal_from_json(message["principal"]), message["client"], message["params"]
+    )
+
 
 async def answer_call(host: Host, layer: Layer, message: dict[str, Any]) -> None:
     """Run a call another engine sent here and send it the answer (or the refusal)."""
     reply: dict[str, Any] = {"type": REPLY}
     try:
         principal = principal_from_json(message["principal"])
-        reply["result"] = await perform(
-            host, message["service"], principal, relayed=True, **message["args"]
-        )
+        if message["service"] == CLIENT_REQUEST:
+            args = message["args"]
+            reply["result"] = await request_from_node(
+                host, principal, args["client"], args["request"]
+            )
+        else:
+            reply["result"] = await perform(
+                host, message["service"], principal, relayed=True, **message["args"]
+            )
     except ProtocolError as exc:
         reply["error"] = exc.to_json()
     except Exception:

@@ -29,6 +29,7 @@ from ..backends.base import Agent, McpServerSpec
 from ..backends.config import build_agents, load_agents, load_mcp_servers
 from ..backends.sandbox import SandboxSettings, decide
 from ..engine.host import Host, HostSettings
+from ..engine.other_nodes import feeds
 from ..engine.placement import engine_channel
 from ..engine.router import Router
 from ..engine.telemetry import TelemetrySettings
@@ -305,10 +306,21 @@ async def _read_inbox(host: Host, channel: str) -> None:
             log.exception("reading %s failed; retrying", channel)
             await asyncio.sleep(1)
             continue
-        if message.get("type") == relay.CALL:
+        kind = message.get("type")
+        if kind == relay.CALL:
             asyncio.get_running_loop().create_task(relay.answer_call(host, layer, message))
             continue
         try:
+            # From the other nodes, taken in the order they sent it.
+            if kind == feeds.FRAMES:
+                host.mirrors.take(message["frames"])
+                continue
+            if kind == feeds.LOST:
+                host.mirrors.lost(str(message["node"]))
+                continue
+            if kind == relay.DISPATCH:
+                await relay.take_dispatch(host, message)
+                continue
             elsewhere = await host.wake(str(message.get("channel")))
             if elsewhere is not None:
                 # The session is another node's: said there, in the order it came.

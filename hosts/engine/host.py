@@ -24,7 +24,7 @@ from ..protocol.actions import action_spec
 from ..protocol.reducers import reduce
 from ..protocol.shapes import Origin
 from ..protocol.turn_windows import windowed
-from ..protocol.uris import ROOT_URI
+from ..protocol.uris import ROOT_URI, canonical
 from ..protocol.validation import action_problem
 from . import access, changesets, grants, root_config, session_annotations
 from .audit_trail import Act, AuditTrail, NoAuditTrail
@@ -40,8 +40,10 @@ from .fanout import Fanout
 from .folder_watchers import FolderWatchers
 from .git_facts import GitFacts
 from .host_settings import HostSettings as HostSettings
+from .other_nodes.feeds import Feeds
+from .other_nodes.mirrors import Mirrors
 from .permissions import Permissions
-from .placement import Elsewhere, HereOnly, Placement, Relay
+from .placement import Elsewhere, HereOnly, Placement, Relay, engine_channel
 from .ports import ListedMcpServers, McpServerDirectory, Store, Transport
 from .principal import USERS_RESOURCE_METADATA, Directory, NoDirectory, Principal
 from .principal import root as principal_root
@@ -194,10 +196,16 @@ class Host:
             service_name=settings.server_name,
             service_version=settings.server_version,
         )
-        #: Which engine holds a session: this one, until sessions are sharded.
+        #: Which node runs a session: this one, or (a node of several) the one the database
+        #: names (placement.py).
         self.placement: Placement = placement or HereOnly()
         #: How a service call reaches an engine that is not this one (None: there is none).
         self.relay = relay
+        #: The channels this node runs, fed to the nodes whose clients watch them; the ones
+        #: another node runs, mirrored here for this node's clients (other_nodes/).
+        self.feeds = Feeds(self.fanout, relay, self.placement.node_id)
+        self.mirrors = Mirrors(self.fanout, relay, engine_channel(self.placement.node_id))
+        self.fanout.on_left(self.mirrors.left)
         #: The automations catalogue (automations.Automations, which imports this module),
         #: where a store for them was given; None otherwise.
         self.automations: Any = None
@@ -255,7 +263,10 @@ class Host:
         a terminal's (the session claiming it, else its opener: Terminals.whose)."""
         in_session = changesets.session_uri_of(uri) or session_annotations.session_uri_of(uri)
         record = self.sessions.record_of(in_session or uri)
-        return record if record is not None else self.terminals.whose(uri)
+        if record is not None:
+            return record
+        mirrored = self.mirrors.whose(uri)
+        return mirrored if mirrored is not None else self.terminals.whose(uri)
 
     def _turn_ended(self, chat: LiveChat, turn_id: str) -> None:
         """What hears a turn end: the tree it left (changesets) and where git stands."""
@@ -288,7 +299,11 @@ class Host:
     async def elsewhere(self, uri: str) -> Elsewhere | None:
         """The live node that runs the session a URI is in, where that is another node's; a
         session that no live node runs is taken by this one and opened here first."""
-        if not self.placement.node_id or self.sessions.taken(uri) or uri in self.sessions.sessions:
+        if not self.placement.node_id:
+            return None
+        if (mirrored := self.mirrors.node_of(canonical(uri))) is not None:
+            return mirrored
+        if self.sessions.taken(uri) or uri in self.sessions.sessions:
             return None
         found = await self.placement.find(uri)
         if found.elsewhere is not None:

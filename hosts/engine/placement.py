@@ -59,6 +59,17 @@ class Relay(Protocol):
         """Run a service by name on another engine, as `principal`, and return its answer."""
         ...
 
+    async def send(self, inbox: str, message: dict[str, Any]) -> None:
+        """Send a message to a node's inbox, answered by nothing (other_nodes/feeds.py)."""
+        ...
+
+    async def dispatch(
+        self, engine: str, principal: Principal, client: dict[str, Any], params: dict[str, Any]
+    ) -> None:
+        """Carry a client's dispatchAction to the engine that runs its channel, to be applied
+        there after every one carried before it (other_nodes/remote_clients.py)."""
+        ...
+
 
 class SessionNodes(Protocol):
     """The database's word on which node runs each session (hosts/store/session_nodes.py)."""

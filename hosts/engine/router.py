@@ -16,8 +16,10 @@ from ..protocol.errors import ErrorCode, ProtocolError
 from ..protocol.methods import METHODS
 from ..protocol.uris import canonical
 from .commands import COMMANDS, FRESH, Command
+from .commands.dispatch import dispatch_params
 from .connection import Connection
 from .host import Host
+from .other_nodes.mirrors import client_of
 
 log = logging.getLogger("ahpd.engine")
 
@@ -85,13 +87,28 @@ class Router:
                 # session whose node is gone is taken over here.
                 elsewhere = await self.host.wake(named)
                 if elsewhere is not None:
-                    raise ProtocolError(
-                        ErrorCode.SESSION_NOT_FOUND,
-                        f"{named} is run by node {elsewhere.node_id}"
-                        f"{f' ({elsewhere.address})' if elsewhere.address else ''}: this node "
-                        "serves it once that node is gone; connect to that node for it",
-                        {"node": elsewhere.node_id, "address": elsewhere.address},
-                    )
+                    # Another node runs it: watched here through a mirror that node feeds,
+                    # and acted on there (other_nodes/).
+                    client = client_of(conn)
+                    if method == "dispatchAction":
+                        dispatch_params(params)  # refused here if it is no dispatch at all
+                        await self.host.mirrors.dispatch(conn, elsewhere, client, params)
+                        return None
+                    if method == "subscribe":
+                        principal = await self.host.permissions.principal_now(conn)
+                        await self.host.mirrors.open(canonical(named), elsewhere, principal)
+                    elif method != "unsubscribe":
+                        return await self.host.mirrors.request(
+                            conn,
+                            elsewhere,
+                            client,
+                            {
+                                "id": incoming.id,
+                                "hasId": incoming.has_id,
+                                "method": method,
+                                "params": params,
+                            },
+                        )
             if command.grant == FRESH:
                 await self.host.permissions.principal_now(conn)
             elif command.grant is not None:

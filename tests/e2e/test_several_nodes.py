@@ -20,7 +20,7 @@ from urllib.parse import quote
 import pytest
 
 from tests.e2e.test_rest_sessions import person
-from tests.e2e.test_sessions import ended
+from tests.e2e.test_sessions import ended, turn
 from tests.support.agents import local_agent_config
 from tests.support.client import RpcError
 from tests.support.fake_openai import FakeOpenAi
@@ -78,10 +78,34 @@ def made_on(server: ServerProcess, token: str, workdir: Path, message: str) -> d
     return made
 
 
+OUTSIDER = """
+import json, uuid
+from django.contrib.auth import get_user_model
+from hosts.models import Membership, Role, Team
+from hosts.store import mint_token
+name = f"outsider-{uuid.uuid4().hex[:6]}"
+user = get_user_model().objects.create_user(username=name)
+team, _ = Team.objects.get_or_create(slug="beta")
+Membership.objects.create(user=user, role=Role.objects.get(name="member"), team=team, primary=True)
+print(json.dumps(mint_token(name, "tests").secret))
+"""
+
+
+def outsider(server: ServerProcess) -> str:
+    """A token of a member of team beta alone: the host's own sessions are not theirs to read."""
+    return str(server.shell_json(OUTSIDER))
+
+
 def detail(server: ServerProcess, token: str, uri: str) -> dict:
     status, body = call(server, "GET", at(uri), token)
     assert status == 200, body
     return body
+
+
+def streamed(turns: list[dict]) -> bool:
+    return [t["state"] for t in turns] == ["complete", "running"] and any(
+        part.get("kind") == "markdown" for part in turns[1]["responseParts"]
+    )
 
 
 async def watched(connect, server: ServerProcess, token: str, chat: str):
@@ -122,17 +146,6 @@ async def test_a_session_is_run_by_one_node_and_driven_from_the_other(nodes, con
         f"{made['uri']} is {turns[0]['message']['_meta']['ahpd.sender']}'s"
     )
 
-    # A socket client of the node that does not run it is told which does, and where.
-    other = await connect(b.url, token=member)
-    await other.initialize()
-    with pytest.raises(RpcError) as told:
-        await other.request("subscribe", {"channel": made["chat"]})
-    assert told.value.code == -32001
-    assert told.value.data == {"node": "node-a", "address": f"ws://127.0.0.1:{a.port}/"}
-    assert "is run by node node-a" in told.value.message
-    # The connection serves on.
-    assert (await other.request("listSessions", {})) is not None
-
     # A new session goes to the node running fewer: the other one now, wherever it is asked.
     second = made_on(a, member, workdir, "elsewhere")
     assert detail(a, member, second["uri"])["node"] == "node-b"
@@ -145,6 +158,81 @@ async def test_a_session_is_run_by_one_node_and_driven_from_the_other(nodes, con
     status, _ = call(a, "DELETE", at(second["uri"]), member)
     assert status == 204
     assert call(b, "GET", at(second["uri"]), member)[0] == 404
+
+
+async def test_a_client_of_either_node_watches_and_drives_a_session_the_other_runs(
+    nodes, connect, workdir
+):
+    member = person(nodes["node-a"], "member")
+    made = made_on(nodes["node-a"], member, workdir, "first")
+    holder_id = detail(nodes["node-a"], member, made["uri"])["node"]
+    other_id = next(k for k in nodes if k != holder_id)
+    chat = made["chat"]
+    near, state = await watched(connect, nodes[holder_id], member, chat)
+    if state.get("activeTurn"):
+        await near.wait_action(ended(chat, made["turnId"]), timeout=30)
+    # A client of the other node watches it through that node's mirror of it: the same state.
+    far, far_state = await watched(connect, nodes[other_id], member, chat)
+    near_state = (await near.request("subscribe", {"channel": chat}))["snapshot"]["state"]
+    assert far_state["turns"] == near_state["turns"]
+    session = (await far.request("subscribe", {"channel": made["uri"]}))["snapshot"]["state"]
+    assert session["defaultChat"] == chat
+
+    # Driven from afar: the node that runs it applies it, and both clients see the same
+    # actions in the same order, the dispatching client's origin on its own.
+    action = turn("from afar")
+    echo = await far.dispatch_and_wait(chat, action, timeout=30)
+    assert "rejectionReason" not in echo, echo
+    await far.wait_action(ended(chat, action["turnId"]), timeout=30)
+    await near.wait_action(ended(chat, action["turnId"]), timeout=30)
+
+    def of_turn(client) -> list[tuple]:
+        return [
+            (e["action"]["type"], json.dumps(e["action"], sort_keys=True), e.get("origin"))
+            for e in client.actions
+            if e["channel"] == chat and e["action"].get("turnId") == action["turnId"]
+        ]
+
+    assert of_turn(far) == of_turn(near)
+    assert of_turn(far)[0][2] == {
+        "clientId": far.client_id,
+        "clientSeq": echo["origin"]["clientSeq"],
+    }
+    # Each client's serverSeq is its own node's, rising whatever node said the action.
+    seqs = [e["serverSeq"] for e in far.actions]
+    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
+    await far.assert_conforms(chat)
+    await near.assert_conforms(chat)
+
+    # A request about it is answered by the node that runs it: a page of older turns, said
+    # on the chat to every client watching it, on either node.
+    window = (await far.request("subscribe", {"channel": chat, "view": {"turns": 1}}))["snapshot"][
+        "state"
+    ]
+    assert [t["id"] for t in window["turns"]] == [action["turnId"]]
+    assert (
+        await far.request("fetchTurns", {"channel": chat, "cursor": window["turnsNextCursor"]})
+        == {}
+    )
+    for client in (far, near):
+        loaded = await client.wait_action(
+            lambda e: e["channel"] == chat and e["action"]["type"] == "chat/turnsLoaded"
+        )
+        assert [t["id"] for t in loaded["action"]["turns"]] == [made["turnId"]]
+
+    # Someone who may not read it is refused it on either node, in the same words.
+    guest = outsider(nodes[other_id])
+    refusals = []
+    for node in (holder_id, other_id):
+        stranger = await connect(nodes[node].url, token=guest)
+        await stranger.initialize()
+        with pytest.raises(RpcError) as refused:
+            await stranger.request("subscribe", {"channel": chat})
+        refusals.append((refused.value.code, refused.value.message))
+    assert refusals[0] == refusals[1]
+    assert refusals[0][0] == -32009, refusals
+    await far.notify("unsubscribe", {"channel": chat})
+    await far.notify("unsubscribe", {"channel": made["uri"]})
 
 
 async def test_a_killed_nodes_session_is_taken_over_at_its_next_use(nodes, connect, workdir):
@@ -164,12 +252,10 @@ async def test_a_killed_nodes_session_is_taken_over_at_its_next_use(nodes, conne
         lambda e: e["channel"] == made["chat"] and e["action"]["type"] == "chat/delta",
         timeout=30,
     )
-    # Written behind as it streams: the database every node reads has the running turn.
+    # Written behind as it streams: the database every node reads has the running turn, and
+    # some of what it said.
     deadline = time.monotonic() + 30
-    while [t["state"] for t in detail(survivor, member, made["uri"])["chats"][0]["turns"]] != [
-        "complete",
-        "running",
-    ]:
+    while not streamed(detail(survivor, member, made["uri"])["chats"][0]["turns"]):
         assert time.monotonic() < deadline
         time.sleep(0.1)
     await watcher.close()

@@ -30,13 +30,19 @@ from ..services.caller import signed
 log = logging.getLogger("ahpd.engine")
 
 
-async def dispatch_action(host: Host, conn: Connection, params: dict[str, Any]) -> None:
+def dispatch_params(params: dict[str, Any]) -> tuple[str, int, dict[str, Any]]:
+    """A dispatchAction's channel, clientSeq and action, or -32602 naming what is wrong: read
+    here whichever node applies it."""
     uri = required_str(params, "dispatchAction", "channel")
     client_seq = required_int(params, "dispatchAction", "clientSeq")
     raw = params.get("action")
     if not isinstance(raw, dict) or not isinstance(raw.get("type"), str):
         raise invalid_params("dispatchAction: action must be an object with a string type")
-    action: dict[str, Any] = raw
+    return uri, client_seq, raw
+
+
+async def dispatch_action(host: Host, conn: Connection, params: dict[str, Any]) -> None:
+    uri, client_seq, action = dispatch_params(params)
     assert conn.client_id is not None
     origin: Origin = {"clientId": conn.client_id, "clientSeq": client_seq}
     action_type: str = action["type"]

@@ -22,6 +22,7 @@ from .automations import (
     do_update_automation,
 )
 from .caller import Caller
+from .node_feeds import do_feed_channel, do_stop_feed
 from .policies import do_create_checked_session
 from .sessions import Created, do_dispose_session
 from .turns import do_cancel_session, do_send_to_session
@@ -47,6 +48,9 @@ SERVICES: dict[str, Service] = {
     # it claimed an automation's, has this engine start them.
     "automations_here": Service(do_automations_here, None),
     "automation_claimed": Service(do_automation_claimed, None),
+    # Another node whose client watches a channel this node runs (other_nodes/).
+    "feed_channel": Service(do_feed_channel, None),
+    "stop_feed": Service(do_stop_feed, None),
 }
 
 

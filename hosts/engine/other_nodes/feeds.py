@@ -1,0 +1,137 @@
+"""The channels this node runs, fed to the other nodes whose clients watch them.
+
+Each node that watches any of this node's channels is one connection here, subscribed to those
+channels like any client, with every grant and the newest protocol version: the fan-out
+sequences, reduces and rings each action once, as for its own clients, and hands the frames of
+a pass to that connection's transport, which sends them to the watching node's inbox over the
+channel layer in one message, in order. A node that falls too far behind is dropped as a slow
+client is, and told its mirrors are lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import orjson
+
+from ...protocol.versions import parse_version
+from ..channel import Channel
+from ..connection import Connection
+from ..fanout import Fanout
+from ..placement import Relay
+from ..principal import Principal
+
+log = logging.getLogger("ahpd.nodes")
+
+#: The kinds of channel another node mirrors: a session's, and its chats'.
+FED_KINDS = ("session", "chat")
+#: What the inbox of a watching node is told.
+FRAMES = "mirror.frames"
+LOST = "mirror.lost"
+
+
+class FeedTransport:
+    """A watching node's inbox, as the fan-out's transport: frames are taken at once and sent
+    in order by a task of its own, every frame waiting then in one layer message."""
+
+    def __init__(self, relay: Relay, inbox: str, node_id: str) -> None:
+        self._relay = relay
+        self._inbox = inbox
+        self._node_id = node_id
+        self._waiting: list[str] = []
+        self._bytes = 0
+        self._wanted = asyncio.Event()
+        self._closed = False
+        self._task = asyncio.get_running_loop().create_task(self._send_loop())
+
+    def write_now(self, texts: list[str]) -> bool:
+        if self._closed:
+            return True
+        self._waiting.extend(texts)
+        self._bytes += sum(map(len, texts))
+        self._wanted.set()
+        return True
+
+    async def send_batch(self, texts: list[str]) -> None:
+        self.write_now(texts)
+
+    def buffered(self) -> int | None:
+        return self._bytes
+
+    async def close(self, code: int, reason: str) -> None:
+        await self.abort()
+
+    async def abort(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._task.cancel()
+        try:
+            await self._relay.send(self._inbox, {"type": LOST, "node": self._node_id})
+        except Exception:
+            log.exception("telling %s its mirrors are lost failed", self._inbox)
+
+    async def _send_loop(self) -> None:
+        while True:
+            await self._wanted.wait()
+            self._wanted.clear()
+            frames, self._waiting, self._bytes = self._waiting, [], 0
+            if not frames:
+                continue
+            try:
+                await self._relay.send(
+                    self._inbox, {"type": FRAMES, "node": self._node_id, "frames": frames}
+                )
+            except Exception:
+                log.exception("feeding %s failed; its mirrors are lost", self._inbox)
+                self._closed = True
+                return
+
+
+class Feeds:
+    """This node's channels, fed to the nodes that mirror them (one connection per node)."""
+
+    def __init__(self, fanout: Fanout, relay: Relay | None, node_id: str) -> None:
+        self._fanout = fanout
+        self._relay = relay
+        self._node_id = node_id
+        self._by_inbox: dict[str, Connection] = {}
+        #: The opening of each mirror fed, by (inbox, uri): a stop names the one it ends.
+        self._tokens: dict[tuple[str, str], str] = {}
+
+    def feed(self, channel: Channel, inbox: str, token: str) -> dict[str, Any]:
+        """Feed `channel` to the node reading `inbox` from now on: its whole state as of the
+        serverSeq returned, every later action sent after it."""
+        assert self._relay is not None, "a node feeds others over its relay"
+        conn = self._by_inbox.get(inbox)
+        if conn is None or conn.closed:
+            transport = FeedTransport(self._relay, inbox, self._node_id)
+            conn = self._fanout.connect(transport, f"node inbox {inbox}")
+            conn.principal = conn.admitted_principal = Principal(f"node:{inbox}", ("*:*",))
+            conn.version_text, conn.version = "999.0.0", parse_version("999.0.0")
+            self._by_inbox[inbox] = conn
+        self._fanout.subscribe(conn, channel)
+        self._tokens[(inbox, channel.uri)] = token
+        # A copy, as it is now: what is sent after it is every action from fromSeq on.
+        state = orjson.loads(orjson.dumps(channel.state))
+        return {"kind": channel.kind, "state": state, "fromSeq": self._fanout.server_seq}
+
+    def stop(self, uri: str, inbox: str, token: str) -> None:
+        """Stop feeding `uri` to `inbox`, where the mirror `token` names is the one fed."""
+        conn = self._by_inbox.get(inbox)
+        channel = self._fanout.channel(uri)
+        if self._tokens.get((inbox, uri)) != token:
+            return
+        del self._tokens[(inbox, uri)]
+        if conn is not None and channel is not None:
+            self._fanout.unsubscribe(conn, channel)
+
+    def watched_by(self) -> dict[str, int]:
+        """How many of this node's channels each watching node mirrors (for status)."""
+        return {
+            inbox: len(conn.subscriptions)
+            for inbox, conn in self._by_inbox.items()
+            if not conn.closed
+        }

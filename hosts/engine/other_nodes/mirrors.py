@@ -1,0 +1,203 @@
+"""The channels another node runs, mirrored here for this node's clients.
+
+A client of this node that subscribes to a session or chat another node runs is served from a
+mirror: a channel of this node's fan-out, seeded with the running node's state as of one of
+its serverSeqs (feeds.py) and moved by every later action that node says, each sequenced, held
+and ringed here as this node's own. So a client sees one serverSeq, this node's, however its
+channels are spread, and a reconnect here replays the mirror's actions like any others. The
+first subscriber opens the mirror; the last one leaving closes it.
+
+Whose a mirrored session is (its owner, its scope) comes with the seed, so every later
+subscriber here is judged as on the node that runs it. What a client dispatches to a mirrored
+channel is carried to that node (remote_clients.py), in the order it was sent, and comes back
+as that node says it: applied, or refused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from ..channel import Channel
+from ..connection import Connection
+from ..fanout import Fanout
+from ..placement import Elsewhere, Relay
+from ..principal import Principal
+
+log = logging.getLogger("ahpd.nodes")
+
+
+def client_of(conn: Connection) -> dict[str, Any]:
+    """What the node that runs a channel is told of a client of this node acting on it."""
+    return {"clientId": conn.client_id, "version": conn.version_text, "name": conn.client_name}
+
+
+@dataclass(slots=True)
+class Owner:
+    """Whose a mirrored session is (access.Owned)."""
+
+    uri: str
+    owner: str
+    scope: str
+
+
+@dataclass(slots=True)
+class Mirror:
+    node: Elsewhere
+    #: Names this opening of the mirror to the running node: a stop meant for an earlier one
+    #: (crossed with a new subscriber's opening) leaves this one fed.
+    token: str = field(default_factory=lambda: secrets.token_hex(8))
+    channel: Channel | None = None
+    owned: Owner | None = None
+    #: The running node's serverSeq of the last action applied here.
+    after: int = 0
+    #: Envelopes that came before the seed did (applied after it, those past its serverSeq).
+    early: list[dict[str, Any]] = field(default_factory=list)
+
+
+class Mirrors:
+    def __init__(self, fanout: Fanout, relay: Relay | None, inbox: str) -> None:
+        self._fanout = fanout
+        self._relay = relay
+        #: This node's inbox, where the running nodes send what they say.
+        self.inbox = inbox
+        self._by_uri: dict[str, Mirror] = {}
+        self._opening: dict[str, asyncio.Future[None]] = {}
+        self.applied = 0
+
+    def __contains__(self, uri: str) -> bool:
+        return uri in self._by_uri
+
+    def node_of(self, uri: str) -> Elsewhere | None:
+        mirror = self._by_uri.get(uri)
+        return mirror.node if mirror is not None and mirror.channel is not None else None
+
+    def whose(self, uri: str) -> Owner | None:
+        mirror = self._by_uri.get(uri)
+        return mirror.owned if mirror is not None else None
+
+    async def open(self, uri: str, node: Elsewhere, principal: Principal) -> None:
+        """Mirror `uri` here, seeded by `node` (asked as `principal`, who must be let watch
+        it there); at once where it is mirrored already."""
+        if (mirror := self._by_uri.get(uri)) is not None and mirror.channel is not None:
+            return
+        opening = self._opening.get(uri)
+        if opening is None:
+            opening = self._opening[uri] = asyncio.ensure_future(self._open(uri, node, principal))
+            opening.add_done_callback(lambda _: self._opening.pop(uri, None))
+        await asyncio.shield(opening)
+
+    async def _open(self, uri: str, node: Elsewhere, principal: Principal) -> None:
+        assert self._relay is not None, "a node mirrors over its relay"
+        mirror = self._by_uri[uri] = Mirror(node)
+        try:
+            seed = await self._relay.call(
+                node.channel,
+                "feed_channel",
+                principal,
+                {"uri": uri, "inbox": self.inbox, "token": mirror.token},
+            )
+        except BaseException:
+            self._by_uri.pop(uri, None)
+            raise
+        if self._by_uri.get(uri) is not mirror:
+            return  # lost meanwhile
+        mirror.owned = Owner(seed["session"], seed["owner"], seed["scope"])
+        mirror.channel = self._fanout.open(Channel(uri, seed["kind"], seed["state"]))
+        mirror.after = seed["fromSeq"]
+        early, mirror.early = mirror.early, []
+        for envelope in early:
+            self._apply(mirror, envelope)
+
+    def take(self, frames: list[str]) -> None:
+        """Frames a running node sent (feeds.py): each action applied to its mirror, in order."""
+        for text in frames:
+            frame = orjson.loads(text)
+            if frame.get("method") != "action":
+                continue
+            envelope = frame["params"]
+            mirror = self._by_uri.get(envelope["channel"])
+            if mirror is None:
+                continue  # closed here since
+            if mirror.channel is None:
+                mirror.early.append(envelope)
+                continue
+            self._apply(mirror, envelope)
+
+    def _apply(self, mirror: Mirror, envelope: dict[str, Any]) -> None:
+        seq = envelope["serverSeq"]
+        if seq <= mirror.after:
+            return  # in the seed already
+        mirror.after = seq
+        assert mirror.channel is not None
+        self.applied += 1
+        self._fanout.emit(
+            mirror.channel,
+            envelope["action"],
+            origin=envelope.get("origin"),
+            rejection=envelope.get("rejectionReason"),
+        )
+
+    def left(self, client_id: str, channels: list[Channel], dropped: bool) -> None:
+        """A client stopped watching channels: a mirror nobody here watches is closed."""
+        for channel in channels:
+            mirror = self._by_uri.get(channel.uri)
+            if mirror is None or mirror.channel is not channel or channel.subscribers:
+                continue
+            self._close(channel.uri, mirror)
+
+    def lost(self, node_id: str) -> None:
+        """The running node stopped feeding this one (it stopped, or dropped this node as too
+        slow): its mirrors are closed, and their watchers here stop watching them."""
+        for uri, mirror in list(self._by_uri.items()):
+            if mirror.node.node_id == node_id:
+                log.warning("mirror of %s lost: node %s stopped feeding it", uri, node_id)
+                self._by_uri.pop(uri, None)
+                self._fanout.close(uri)
+
+    def _close(self, uri: str, mirror: Mirror) -> None:
+        self._by_uri.pop(uri, None)
+        self._fanout.close(uri)
+        if self._relay is None:
+            return
+        relay, inbox = self._relay, self.inbox
+
+        async def stop() -> None:
+            try:
+                await relay.call(
+                    mirror.node.channel,
+                    "stop_feed",
+                    NODE,
+                    {"uri": uri, "inbox": inbox, "token": mirror.token},
+                )
+            except Exception:
+                log.exception("asking node %s to stop feeding %s failed", mirror.node, uri)
+
+        asyncio.get_running_loop().create_task(stop())
+
+    async def dispatch(
+        self, conn: Connection, node: Elsewhere, client: dict[str, Any], params: dict[str, Any]
+    ) -> None:
+        """Carry a client's dispatchAction to the node that runs its channel, after every
+        earlier one it sent."""
+        assert self._relay is not None
+        await self._relay.dispatch(node.channel, conn.principal, client, params)
+
+    async def request(
+        self, conn: Connection, node: Elsewhere, client: dict[str, Any], request: dict[str, Any]
+    ) -> str | None:
+        """Have the node that runs a channel answer a client's request about it."""
+        assert self._relay is not None
+        answer = await self._relay.call(
+            node.channel, "client_request", conn.principal, {"client": client, "request": request}
+        )
+        return None if answer is None else str(answer)
+
+
+#: Who asks a node to stop feeding a channel: the node itself, not any person.
+NODE = Principal("node:mirrors", ())

@@ -1,0 +1,42 @@
+"""Feeding another node's mirror of a channel this node runs (other_nodes/): asked over the
+relay by the node whose client subscribed, as that client's person."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...protocol.errors import ErrorCode, ProtocolError
+from ..host import Host
+from ..other_nodes.feeds import FED_KINDS
+from .caller import Caller
+
+
+async def do_feed_channel(host: Host, caller: Caller, *, uri: str, inbox: str, token: str) -> Any:
+    """Start feeding `uri` to the node reading `inbox`: its state now (with whose session it
+    is), and every action from then on; refused as a subscribe here would be."""
+    elsewhere = await host.wake(uri)
+    if elsewhere is not None:
+        raise ProtocolError(
+            ErrorCode.SESSION_NOT_FOUND, f"{uri} is run by node {elsewhere.node_id}, not here"
+        )
+    channel = host.fanout.channel(uri)
+    if channel is None:
+        raise ProtocolError(ErrorCode.SESSION_NOT_FOUND, f"Resource not found: {uri}")
+    if channel.kind not in FED_KINDS:
+        raise ProtocolError(
+            ErrorCode.SESSION_NOT_FOUND,
+            f"{uri} is served by the node that runs its session alone: connect to it there",
+        )
+    # As its node read them just now.
+    refused = host.permissions.watch_refusal(caller.principal, channel)
+    if refused is not None:
+        raise refused
+    owned = host.permissions.whose(channel.uri)
+    assert owned is not None, "a session's channel is a session's"
+    fed = host.feeds.feed(channel, inbox, token)
+    return {**fed, "session": owned.uri, "owner": owned.owner, "scope": owned.scope}
+
+
+def do_stop_feed(host: Host, caller: Caller, *, uri: str, inbox: str, token: str) -> None:
+    """Stop feeding `uri` to the node reading `inbox` (its last watcher there left)."""
+    host.feeds.stop(uri, inbox, token)
