@@ -19,6 +19,7 @@ from ..engine.other_nodes.remote_clients import (
     dispatch_from_node,
     request_from_node,
 )
+from ..engine.placement import NODES_GROUP
 from ..engine.principal import Principal
 from ..engine.services.calls import perform
 from ..protocol.errors import ErrorCode, ProtocolError
@@ -38,6 +39,10 @@ class Layer(Protocol):
     async def receive(self, channel: str) -> dict[str, Any]: ...
 
     async def new_channel(self, prefix: str = "specific.") -> str: ...
+
+    async def group_send(self, group: str, message: dict[str, Any]) -> None: ...
+
+    async def group_add(self, group: str, channel: str) -> None: ...
 
 
 def principal_json(principal: Principal) -> dict[str, Any]:
@@ -99,6 +104,9 @@ class LayerRelay:
 
     async def send(self, inbox: str, message: dict[str, Any]) -> None:
         await self._layer.send(inbox, message)
+
+    async def broadcast(self, message: dict[str, Any]) -> None:
+        await self._layer.group_send(NODES_GROUP, message)
 
     async def dispatch(
         self, engine: str, principal: Principal, client: dict[str, Any], params: dict[str, Any]

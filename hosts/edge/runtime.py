@@ -30,7 +30,7 @@ from ..backends.config import build_agents, load_agents, load_mcp_servers
 from ..backends.sandbox import SandboxSettings, decide
 from ..engine.host import Host, HostSettings
 from ..engine.other_nodes import feeds
-from ..engine.placement import engine_channel
+from ..engine.placement import NODES_GROUP, ROOT_CONFIG, engine_channel
 from ..engine.router import Router
 from ..engine.telemetry import TelemetrySettings
 from ..engine.terminals import TerminalSettings
@@ -287,8 +287,29 @@ async def shutdown() -> None:
 async def _read_inboxes(host: Host, channels: list[str]) -> None:
     """Read every channel this engine is asked on: the host's (any node may take a message
     sent there) and, for a node, its own (what another node carries to the sessions it
-    runs)."""
-    await asyncio.gather(*(_read_inbox(host, channel) for channel in channels))
+    runs, and what every node is told)."""
+    readers = [_read_inbox(host, channel) for channel in channels]
+    if host.placement.node_id:
+        readers.append(_stay_in_nodes_group(channels[-1]))
+    await asyncio.gather(*readers)
+
+
+async def _stay_in_nodes_group(inbox: str) -> None:
+    """Keep this node's inbox in the group every node tells the others through (a member
+    not added again within the layer's group expiry, a day, would drop out)."""
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    while True:
+        try:
+            await layer.group_add(NODES_GROUP, inbox)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("joining %s failed; retrying", NODES_GROUP)
+            await asyncio.sleep(5)
+            continue
+        await asyncio.sleep(3600)
 
 
 async def _read_inbox(host: Host, channel: str) -> None:
@@ -320,6 +341,10 @@ async def _read_inbox(host: Host, channel: str) -> None:
                 continue
             if kind == relay.DISPATCH:
                 await relay.take_dispatch(host, message)
+                continue
+            if kind == ROOT_CONFIG:
+                if message.get("node") != host.placement.node_id:
+                    host.root_config_said_elsewhere(message["action"])
                 continue
             elsewhere = await host.wake(str(message.get("channel")))
             if elsewhere is not None:

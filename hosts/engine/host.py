@@ -43,7 +43,7 @@ from .host_settings import HostSettings as HostSettings
 from .other_nodes.feeds import Feeds
 from .other_nodes.mirrors import Mirrors
 from .permissions import Permissions
-from .placement import Elsewhere, HereOnly, Placement, Relay, engine_channel
+from .placement import ROOT_CONFIG, Elsewhere, HereOnly, Placement, Relay, engine_channel
 from .ports import ListedMcpServers, McpServerDirectory, Store, Transport
 from .principal import USERS_RESOURCE_METADATA, Directory, NoDirectory, Principal
 from .principal import root as principal_root
@@ -206,6 +206,7 @@ class Host:
         self.feeds = Feeds(self.fanout, relay, self.placement.node_id)
         self.mirrors = Mirrors(self.fanout, relay, engine_channel(self.placement.node_id))
         self.fanout.on_left(self.mirrors.left)
+        self._telling: set[asyncio.Task[None]] = set()
         #: The automations catalogue (automations.Automations, which imports this module),
         #: where a store for them was given; None otherwise.
         self.automations: Any = None
@@ -552,19 +553,47 @@ class Host:
                 if sender is not None:
                     self._echo_root_push(action, origin, sender)
                 return
-            # Reduced again on the root as it is now: other root actions (agents, terminals,
-            # counts) may have been said since this push was taken.
-            self.fanout.emit(self.root, action, origin=origin, sender=sender)
-            # chatMoves.enabled turned on or off says every chat's movable again.
-            self.sessions.say_movable_all()
-            # clientQueueBytes is read before every frame to every client: a push applies to
-            # the very next one.
-            self.fanout.queue_limit = self.client_queue_bytes()
+            self._root_config_said(action, origin, sender)
+            # The other nodes of the host say it too (root state is the same on every node);
+            # it is kept already.
+            self._tell_other_nodes({"type": ROOT_CONFIG, "action": action})
 
         said = self.writes.then_say(say)
         if sender is not None:
             sender.unsaid = said
         return None
+
+    def _root_config_said(
+        self, action: dict[str, Any], origin: Origin | None, sender: Connection | None
+    ) -> None:
+        # Reduced again on the root as it is now: other root actions (agents, terminals,
+        # counts) may have been said since this push was taken.
+        self.fanout.emit(self.root, action, origin=origin, sender=sender)
+        # chatMoves.enabled turned on or off says every chat's movable again.
+        self.sessions.say_movable_all()
+        # clientQueueBytes is read before every frame to every client: a push applies to
+        # the very next one.
+        self.fanout.queue_limit = self.client_queue_bytes()
+
+    def _tell_other_nodes(self, message: dict[str, Any]) -> None:
+        relay = self.relay
+        if relay is None or not self.placement.node_id:
+            return
+
+        async def tell() -> None:
+            try:
+                await relay.broadcast({**message, "node": self.placement.node_id})
+            except Exception:
+                log.exception("telling the other nodes %s failed", message["type"])
+
+        task = asyncio.get_running_loop().create_task(tell())
+        self._telling.add(task)
+        task.add_done_callback(self._telling.discard)
+
+    def root_config_said_elsewhere(self, action: dict[str, Any]) -> None:
+        """Another node of the host took a root config push (and kept it): said here too."""
+        if action_problem(action) is None and root_config.check_push(action["config"]) is None:
+            self._root_config_said(action, None, None)
 
     def _echo_root_push(
         self, action: dict[str, Any], origin: Origin | None, sender: Connection

@@ -63,6 +63,11 @@ class Relay(Protocol):
         """Send a message to a node's inbox, answered by nothing (other_nodes/feeds.py)."""
         ...
 
+    async def broadcast(self, message: dict[str, Any]) -> None:
+        """Send a message to every node's inbox (this one's too, which knows it by its
+        `node`)."""
+        ...
+
     async def dispatch(
         self, engine: str, principal: Principal, client: dict[str, Any], params: dict[str, Any]
     ) -> None:
@@ -86,6 +91,12 @@ class SessionNodes(Protocol):
         ...
 
     async def held(self) -> list[str]: ...
+
+
+#: What a node tells the others: a root config push it took and kept.
+ROOT_CONFIG = "nodes.rootConfig"
+#: The channel-layer group of every node's inbox.
+NODES_GROUP = "ahpd.nodes"
 
 
 def engine_channel(node_id: str) -> str:

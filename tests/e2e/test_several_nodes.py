@@ -235,6 +235,30 @@ async def test_a_client_of_either_node_watches_and_drives_a_session_the_other_ru
     await far.notify("unsubscribe", {"channel": made["uri"]})
 
 
+async def test_root_config_set_on_one_node_is_seen_on_every_node(nodes, connect):
+    watchers = {}
+    for node_id, server in nodes.items():
+        watchers[node_id] = await connect(server.url)
+        await watchers[node_id].initialize()
+    mark = {"x-nodes": uuid.uuid4().hex}
+    echo = await watchers["node-a"].dispatch_and_wait(
+        "ahp-root://", {"type": "root/configChanged", "config": mark}
+    )
+    assert "rejectionReason" not in echo
+    said = await watchers["node-b"].wait_action(
+        lambda e: (
+            e["action"]["type"] == "root/configChanged"
+            and e["action"]["config"].get("x-nodes") == mark["x-nodes"]
+        )
+    )
+    assert "origin" not in said
+    # A client that comes later, to either node, reads it in root state.
+    for server in nodes.values():
+        late = await connect(server.url)
+        root = (await late.initialize())["snapshots"][0]["state"]
+        assert root["config"]["values"]["x-nodes"] == mark["x-nodes"]
+
+
 async def test_a_killed_nodes_session_is_taken_over_at_its_next_use(nodes, connect, workdir):
     a = nodes["node-a"]
     member = person(a, "member")
