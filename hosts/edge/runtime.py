@@ -29,7 +29,7 @@ from ..backends.base import Agent, McpServerSpec
 from ..backends.config import build_agents, load_agents, load_mcp_servers
 from ..backends.sandbox import SandboxSettings, decide
 from ..engine.host import Host, HostSettings
-from ..engine.other_nodes import feeds
+from ..engine.other_nodes import feeds, sessions_elsewhere
 from ..engine.placement import NODES_GROUP, ROOT_CONFIG, engine_channel
 from ..engine.router import Router
 from ..engine.telemetry import TelemetrySettings
@@ -38,6 +38,16 @@ from ..store.engine_database import close_connections_async
 from . import relay
 
 log = logging.getLogger("ahpd.runtime")
+
+#: What the other nodes of the host tell this one's engine (Host.other_node_said).
+OTHER_NODES_SAY = frozenset(
+    (
+        ROOT_CONFIG,
+        sessions_elsewhere.SESSION,
+        sessions_elsewhere.HELLO,
+        sessions_elsewhere.ROWS,
+    )
+)
 
 ENGINE_CHANNEL = "ahpd.engine"
 
@@ -186,6 +196,9 @@ async def get_router() -> Router:
     await _host.start()
     if _inbox is None:
         channels = [ENGINE_CHANNEL, *([engine_channel(_node[0])] if _node else [])]
+        if _node:
+            # Told what every node is told (root config, sessions' rows) before it serves.
+            await _join_nodes_group(channels[-1])
         _inbox = asyncio.get_running_loop().create_task(
             _read_inboxes(_host, channels), name="ahpd-inbox"
         )
@@ -294,22 +307,23 @@ async def _read_inboxes(host: Host, channels: list[str]) -> None:
     await asyncio.gather(*readers)
 
 
+async def _join_nodes_group(inbox: str) -> None:
+    layer = get_channel_layer()
+    if layer is not None:
+        await layer.group_add(NODES_GROUP, inbox)
+
+
 async def _stay_in_nodes_group(inbox: str) -> None:
     """Keep this node's inbox in the group every node tells the others through (a member
     not added again within the layer's group expiry, a day, would drop out)."""
-    layer = get_channel_layer()
-    if layer is None:
-        return
     while True:
+        await asyncio.sleep(3600)
         try:
-            await layer.group_add(NODES_GROUP, inbox)
+            await _join_nodes_group(inbox)
         except asyncio.CancelledError:
             raise
         except Exception:
-            log.exception("joining %s failed; retrying", NODES_GROUP)
-            await asyncio.sleep(5)
-            continue
-        await asyncio.sleep(3600)
+            log.exception("joining %s again failed", NODES_GROUP)
 
 
 async def _read_inbox(host: Host, channel: str) -> None:
@@ -342,9 +356,8 @@ async def _read_inbox(host: Host, channel: str) -> None:
             if kind == relay.DISPATCH:
                 await relay.take_dispatch(host, message)
                 continue
-            if kind == ROOT_CONFIG:
-                if message.get("node") != host.placement.node_id:
-                    host.root_config_said_elsewhere(message["action"])
+            if kind in OTHER_NODES_SAY:
+                await host.other_node_said(message)
                 continue
             elsewhere = await host.wake(str(message.get("channel")))
             if elsewhere is not None:

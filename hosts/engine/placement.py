@@ -51,6 +51,10 @@ class Placement(Protocol):
         """The sessions the database says this node runs."""
         ...
 
+    async def others(self) -> list[str]:
+        """The other live nodes of the host, by id."""
+        ...
+
 
 class Relay(Protocol):
     async def call(
@@ -92,6 +96,8 @@ class SessionNodes(Protocol):
 
     async def held(self) -> list[str]: ...
 
+    async def others(self) -> list[str]: ...
+
 
 #: What a node tells the others: a root config push it took and kept.
 ROOT_CONFIG = "nodes.rootConfig"
@@ -120,6 +126,9 @@ class HereOnly:
     async def held(self) -> set[str]:
         raise NotImplementedError("one process alone runs every session it keeps")
 
+    async def others(self) -> list[str]:
+        return []
+
 
 class NodePlacement:
     """A node of a host of several: the database says which node runs what."""
@@ -145,6 +154,9 @@ class NodePlacement:
 
     async def held(self) -> set[str]:
         return set(await self._nodes.held())
+
+    async def others(self) -> list[str]:
+        return await self._nodes.others()
 
     @staticmethod
     def _elsewhere(node_id: str, address: str) -> Elsewhere:

@@ -91,6 +91,11 @@ def held(node_id: str) -> list[str]:
     return list(StoredSession.objects.filter(node=node_id).values_list("uri", flat=True))
 
 
+def others(node_id: str) -> list[str]:
+    """The live nodes of the host but `node_id`."""
+    return [str(n) for n in _live_ids().exclude(node_id=node_id).values_list("node_id", flat=True)]
+
+
 def place(folder: str, node_id: str) -> tuple[str, str]:
     """The node a new session working in `folder` goes to: of the live nodes serving the
     folder, the one running fewest sessions for the agents it may run (`node_id`, this one,
@@ -137,3 +142,6 @@ class DjangoSessionNodes:
 
     async def held(self) -> list[str]:
         return await db_call(held)(self.node_id)
+
+    async def others(self) -> list[str]:
+        return await db_call(others)(self.node_id)

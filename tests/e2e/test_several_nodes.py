@@ -235,6 +235,71 @@ async def test_a_client_of_either_node_watches_and_drives_a_session_the_other_ru
     await far.notify("unsubscribe", {"channel": made["uri"]})
 
 
+def listed(items: list[dict]) -> set[str]:
+    return {item["resource"] for item in items}
+
+
+def told_of(client, method: str, uri: str):
+    key = "session" if method == "root/sessionRemoved" else None
+    return lambda: next(
+        (
+            params
+            for said, params in client.notifications
+            if said == method
+            and (params[key] if key else params.get("summary", {}).get("resource")) == uri
+        ),
+        None,
+    )
+
+
+async def test_every_node_lists_every_session_and_says_each_change(nodes, connect, workdir):
+    member = person(nodes["node-a"], "member")
+    watchers = {}
+    for node_id, server in nodes.items():
+        watchers[node_id] = await connect(server.url, token=member)
+        await watchers[node_id].initialize()
+    made = made_on(nodes["node-b"], member, workdir, "listed")
+    for watcher in watchers.values():
+        added = await watcher.wait_for(told_of(watcher, "root/sessionAdded", made["uri"]), 30)
+        assert added["summary"]["resource"] == made["uri"]
+        assert made["uri"] in listed((await watcher.request("listSessions", {}))["items"])
+    # The rows are the same on either node, and an outsider is shown none of them anywhere.
+    rows = [
+        next(
+            i
+            for i in (await w.request("listSessions", {}))["items"]
+            if i["resource"] == made["uri"]
+        )
+        for w in watchers.values()
+    ]
+    assert rows[0]["title"] == rows[1]["title"] and rows[0]["provider"] == rows[1]["provider"]
+    guest = outsider(nodes["node-a"])
+    for server in nodes.values():
+        stranger = await connect(server.url, token=guest)
+        await stranger.initialize()
+        assert made["uri"] not in listed((await stranger.request("listSessions", {}))["items"])
+
+    # A node started later lists every session the others run before it says it serves.
+    shared = {key: nodes["node-a"].env()[key] for key in ("DATABASE_URL", "AHPD_REDIS_PREFIX")}
+    late = ServerProcess(
+        env_extra={**nodes["node-a"].env_extra, **shared, "AHPD_NODE_ID": "node-c"}
+    ).start()
+    try:
+        client = await connect(late.url, token=member)
+        await client.initialize()
+        everyone = listed((await client.request("listSessions", {}))["items"])
+        first = listed((await watchers["node-a"].request("listSessions", {}))["items"])
+        assert made["uri"] in everyone and first <= everyone
+    finally:
+        late.close()
+
+    status, _ = call(nodes["node-a"], "DELETE", at(made["uri"]), member)
+    assert status == 204
+    for watcher in watchers.values():
+        await watcher.wait_for(told_of(watcher, "root/sessionRemoved", made["uri"]), 30)
+        assert made["uri"] not in listed((await watcher.request("listSessions", {}))["items"])
+
+
 async def test_root_config_set_on_one_node_is_seen_on_every_node(nodes, connect):
     watchers = {}
     for node_id, server in nodes.items():

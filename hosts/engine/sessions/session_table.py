@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from ...backends.base import Agent
 from ...protocol.shapes import SessionSummary
@@ -19,6 +19,8 @@ from .. import access
 from ..channel import Channel
 from ..clock import now_ms
 from ..fanout import Fanout
+from ..other_nodes.mirrors import Owner
+from ..other_nodes.sessions_elsewhere import SessionsElsewhere
 from ..ports import Store
 from ..principal import Principal
 from ..writebehind import WriteBehind
@@ -64,6 +66,10 @@ class Sessions:
         #: is disposed: its folders' customizations and its MCP servers follow it.
         self.on_opened: list[Callable[[LiveSession], None]] = []
         self.on_disposed: list[Callable[[LiveSession], None]] = []
+        #: The sessions other nodes of the host run, as rows of the catalogue here; and who
+        #: tells those nodes what the root's watchers here are told of this node's sessions.
+        self.elsewhere = SessionsElsewhere()
+        self.on_root_said: Callable[[str, SessionRecord, dict[str, Any]], None] | None = None
 
     # -- lookups --------------------------------------------------------------------------
 
@@ -189,6 +195,8 @@ class Sessions:
             record, self.fanout.open(Channel(record.uri, "session", state)), self.fanout
         )
         self.sessions[record.uri] = session
+        # Run here now (taken over): its row is this node's own, not another's.
+        self.elsewhere.rows.pop(record.uri, None)
         for opened in self.on_opened:
             opened(session)
         for chat in chats:
@@ -238,13 +246,22 @@ class Sessions:
         one is named), and the key to go on from."""
         keep = None
         if reader is not None:
-            sessions = self.sessions
 
             def keep(uri: str) -> bool:
-                return access.may_read(reader, sessions[uri].record)
+                return access.may_read(reader, self._whose_listed(uri))
 
         uris, more = self.catalogue.page(after, limit, keep)
-        return [session_row(self.sessions[uri]) for uri in uris], more
+        return [self._row(uri) for uri in uris], more
+
+    def _row(self, uri: str) -> SessionSummary:
+        session = self.sessions.get(uri)
+        if session is not None:
+            return session_row(session)
+        return cast(SessionSummary, self.elsewhere.rows[uri].summary)
+
+    def _whose_listed(self, uri: str) -> access.Owned:
+        session = self.sessions.get(uri)
+        return session.record if session is not None else self.elsewhere.rows[uri].owned
 
     # -- making and ending ----------------------------------------------------------------
 
@@ -368,9 +385,11 @@ class Sessions:
         other node keeps it."""
         session = self.sessions.get(uri)
         if session is not None:
-            await self._close(session)
+            await self._close(session, removed=False)
+        if (row := self.elsewhere.rows.get(uri)) is not None:
+            self.catalogue.put(uri, row.modified_ms)
 
-    async def _close(self, session: LiveSession) -> None:
+    async def _close(self, session: LiveSession, *, removed: bool = True) -> None:
         # Out of the tables before anything awaits, so nothing said meanwhile keeps it.
         del self.sessions[session.record.uri]
         self.catalogue.drop(session.record.uri)
@@ -384,7 +403,7 @@ class Sessions:
         self.fanout.close(session.record.uri)
         for disposed in self.on_disposed:
             disposed(session)
-        if session.record.announced:
+        if session.record.announced and removed:
             self._notify_root(
                 "root/sessionRemoved", session.record, {"session": session.record.uri}
             )
@@ -610,13 +629,58 @@ class Sessions:
         return root
 
     def _notify_root(self, method: str, record: SessionRecord, params: dict[str, Any]) -> None:
-        """Tell the root's watchers of a session, those who may read it (access.py)."""
+        """Tell the root's watchers of a session, those who may read it (access.py); and the
+        other nodes of the host, which tell theirs."""
+        self._tell_root_watchers(method, record, params)
+        if self.on_root_said is not None:
+            self.on_root_said(method, record, params)
+
+    def _tell_root_watchers(
+        self, method: str, record: access.Owned, params: dict[str, Any]
+    ) -> None:
         self.fanout.notify(
             self._root(),
             method,
             {"channel": ROOT_URI, **params},
             to=lambda conn: access.may_read(conn.principal, record),
         )
+
+    # -- the sessions other nodes run -----------------------------------------------------
+
+    def said_elsewhere(self, node: str, method: str, params: dict[str, Any], owned: Owner) -> None:
+        """Another node told its root watchers this of a session it runs: held, and told to
+        the root's watchers here."""
+        row = self.elsewhere.take(node, method, params, owned)
+        if owned.uri in self.sessions:
+            return  # still run here, until this node finds it was taken (let_go)
+        if row is None:
+            self.catalogue.drop(owned.uri)
+        else:
+            self.catalogue.put(owned.uri, row.modified_ms)
+        self._tell_root_watchers(method, owned, params)
+
+    def rows_elsewhere(self, node: str, rows: list[dict[str, Any]]) -> None:
+        """Every row another node runs, as it answered this one's start."""
+        dropped, held = self.elsewhere.replace(node, rows)
+        for uri in dropped:
+            if uri not in self.sessions:
+                self.catalogue.drop(uri)
+        for row in held:
+            if row.owned.uri in self.sessions:
+                self.elsewhere.rows.pop(row.owned.uri, None)
+            else:
+                self.catalogue.put(row.owned.uri, row.modified_ms)
+
+    def own_rows(self) -> list[dict[str, Any]]:
+        """This node's rows, for a node that starts."""
+        return [
+            {
+                "summary": session_row(session),
+                "owned": {"uri": uri, "owner": session.record.owner, "scope": session.record.scope},
+            }
+            for uri, session in self.sessions.items()
+            if session.record.announced
+        ]
 
     # -- kept -----------------------------------------------------------------------------
 
