@@ -68,6 +68,8 @@ class NodeLease:
         self._task: asyncio.Task[None] | None = None
         #: Called once a renewal found the lease lapsed and the row was claimed again.
         self.on_lapsed: Callable[[], Awaitable[None]] = _nothing
+        #: Called after every renewal: this node's look at whether the others are there.
+        self.on_renewed: Callable[[], Awaitable[None]] = _nothing
 
     async def claim(self) -> None:
         """Claim the row, waiting out one lease for a holder to lapse; NodeHeld after that."""
@@ -112,6 +114,7 @@ class NodeLease:
                 await _claim(self.facts, self.lease)
                 # Live again: whatever another node took meanwhile is its now.
                 await self.on_lapsed()
+            await self.on_renewed()
         except asyncio.CancelledError:
             raise
         except NodeHeld as held:

@@ -351,7 +351,7 @@ async def _read_inbox(host: Host, channel: str) -> None:
                 host.mirrors.take(message["frames"])
                 continue
             if kind == feeds.LOST:
-                host.mirrors.lost(str(message["node"]))
+                await host.feeder_lost(str(message["node"]))
                 continue
             if kind == relay.DISPATCH:
                 await relay.take_dispatch(host, message)

@@ -68,6 +68,8 @@ class Fanout:
         self.action_views: dict[str, View] = {}
         self.state_views: dict[str, View] = {}
         self._channels: dict[str, Channel] = {}
+        #: The serverSeq at which a channel's state was last made again with no action.
+        self._replaced: dict[str, int] = {}
         self._connections: set[Connection] = set()
         self._left_listeners: list[LeftListener] = []
         self._joined_listeners: list[Callable[[Channel], None]] = []
@@ -121,6 +123,16 @@ class Fanout:
         if channel is not None:
             for conn in list(channel.subscribers):
                 self.unsubscribe(conn, channel)
+
+    def state_replaced(self, uri: str) -> None:
+        """A channel's state was made again with no action said (read back from the store as
+        a node takes its session over, a mirror lost): a reconnect of a client that last saw
+        it before now is sent its snapshot, never a replay (which would hold no such move)."""
+        self._replaced[canonical(uri)] = self.server_seq
+
+    def replaced_since(self, uri: str, seen: int) -> bool:
+        """Whether a channel's state was made again since the client saw serverSeq `seen`."""
+        return self._replaced.get(uri, -1) >= seen
 
     def channel(self, uri: str) -> Channel | None:
         """The channel a URI names, in any of its spellings."""

@@ -74,6 +74,8 @@ stop_log = logging.getLogger("ahpd.runtime")
 
 #: The close a client is sent as the host stops: RFC 6455's "going away".
 GOING_AWAY = 1001
+#: A client whose watched session moved to another node (its node gone) reconnects.
+SERVICE_RESTART = 1012
 
 
 class Host:
@@ -623,6 +625,27 @@ class Host:
             silent = sorted(n for n, f in self._rows_awaited.items() if not f.done())
             log.warning("nodes %s did not say their sessions within %g s", silent, timeout_s)
         self._rows_awaited = {}
+
+    async def check_feeding_nodes(self) -> None:
+        """Close the mirrors fed by nodes that are gone (killed, their lease lapsed): told at
+        each renewal of this node's lease."""
+        fed_by = self.mirrors.nodes()
+        if not fed_by:
+            return
+        live = set(await self.placement.others())
+        for node in fed_by - live:
+            await self.feeder_lost(node)
+
+    async def feeder_lost(self, node: str) -> None:
+        """A node stopped feeding this one: the clients that watched its channels here are
+        closed (1012, service restart), and reconnect to what runs the sessions now."""
+        for conn in self.mirrors.lost(node):
+            if conn.closed:
+                continue
+            self.fanout.disconnect(conn)
+            await conn.transport.close(
+                SERVICE_RESTART, f"node {node}, which ran a session watched here, is gone"
+            )
 
     async def other_node_said(self, message: dict[str, Any]) -> None:
         """What another node of the host told this one (through the nodes' group, or to this

@@ -8,6 +8,7 @@ ran ended as interrupted, a new turn run."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import tempfile
@@ -335,12 +336,15 @@ async def test_a_killed_nodes_session_is_taken_over_at_its_next_use(nodes, conne
     watcher, state = await watched(connect, holder, member, made["chat"])
     if state.get("activeTurn"):
         await watcher.wait_action(ended(made["chat"], made["turnId"]), timeout=30)
+    # A client of the survivor watches it too, through its mirror there.
+    far, _ = await watched(connect, survivor, member, made["chat"])
     status, held = call(holder, "POST", at(made["uri"]) + "messages/", member, {"message": "hold"})
     assert status == 202, held
-    await watcher.wait_action(
-        lambda e: e["channel"] == made["chat"] and e["action"]["type"] == "chat/delta",
-        timeout=30,
-    )
+    for client in (watcher, far):
+        await client.wait_action(
+            lambda e: e["channel"] == made["chat"] and e["action"]["type"] == "chat/delta",
+            timeout=30,
+        )
     # Written behind as it streams: the database every node reads has the running turn, and
     # some of what it said.
     deadline = time.monotonic() + 30
@@ -350,11 +354,27 @@ async def test_a_killed_nodes_session_is_taken_over_at_its_next_use(nodes, conne
     await watcher.close()
     holder.kill()
 
-    # Gone once its lease lapses.
-    deadline = time.monotonic() + LEASE_SECONDS + 15
+    # The survivor's client of the mirror is closed once the lease lapses, to reconnect; and
+    # it is sent the session afresh, as the survivor took it over: the turn interrupted.
+    await asyncio.wait_for(asyncio.shield(far._reader), LEASE_SECONDS + 15)
+    assert far.ws.close_code == 1012
+    deadline = time.monotonic() + 15
     while {n["id"] for n in call(survivor, "GET", "status/")[1]["nodes"]} != {survivor_id}:
         assert time.monotonic() < deadline
         time.sleep(0.25)
+    again = await connect(survivor.url, token=member, client_id=far.client_id)
+    recovered = await again.request(
+        "reconnect",
+        {
+            "channel": "ahp-root://",
+            "clientId": far.client_id,
+            "lastSeenServerSeq": max(e["serverSeq"] for e in far.actions),
+            "subscriptions": ["ahp-root://", made["chat"]],
+        },
+    )
+    assert recovered["type"] == "snapshot"
+    [chat_state] = [s["state"] for s in recovered["snapshots"] if s["resource"] == made["chat"]]
+    assert [t["state"] for t in chat_state["turns"]] == ["complete", "error"]
     status, sent = call(
         survivor, "POST", at(made["uri"]) + "messages/", member, {"message": "after"}
     )

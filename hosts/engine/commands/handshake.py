@@ -266,7 +266,9 @@ def _recover_connection(
     host: Host, conn: Connection, last_seen: int, found: list[Channel], missing: list[str]
 ) -> dict[str, Any]:
     """AHP 1.0.0's answer: everything after one watermark, or every channel's snapshot."""
-    if host.fanout.ring.covers(last_seen, host.fanout.server_seq):
+    if host.fanout.ring.covers(last_seen, host.fanout.server_seq) and not any(
+        host.fanout.replaced_since(channel.uri, last_seen) for channel in found
+    ):
         watched = {channel.uri for channel in found}
         entries = [
             entry
@@ -310,7 +312,12 @@ def _recover_channels(
         for cursor in cursors
         if (channel := by_uri.get(cursor.channel)) is not None
         and (
-            stateless(channel) or (cursor.last_seen > 0 and ring.covers(cursor.last_seen, current))
+            stateless(channel)
+            or (
+                cursor.last_seen > 0
+                and ring.covers(cursor.last_seen, current)
+                and not host.fanout.replaced_since(channel.uri, cursor.last_seen)
+            )
         )
     ]
     owed: dict[str, list[Entry]] = {}

@@ -151,14 +151,25 @@ class Mirrors:
                 continue
             self._close(channel.uri, mirror)
 
-    def lost(self, node_id: str) -> None:
-        """The running node stopped feeding this one (it stopped, or dropped this node as too
-        slow): its mirrors are closed, and their watchers here stop watching them."""
+    def nodes(self) -> set[str]:
+        """The nodes whose channels are mirrored here."""
+        return {mirror.node.node_id for mirror in self._by_uri.values()}
+
+    def lost(self, node_id: str) -> set[Connection]:
+        """The running node stopped feeding this one (it stopped or is gone, or dropped this
+        node as too slow): its mirrors are closed, and the clients that watched them returned,
+        to be closed so that they reconnect (and are sent the state afresh)."""
+        watchers: set[Connection] = set()
         for uri, mirror in list(self._by_uri.items()):
-            if mirror.node.node_id == node_id:
-                log.warning("mirror of %s lost: node %s stopped feeding it", uri, node_id)
-                self._by_uri.pop(uri, None)
-                self._fanout.close(uri)
+            if mirror.node.node_id != node_id:
+                continue
+            log.warning("mirror of %s lost: node %s stopped feeding it", uri, node_id)
+            self._by_uri.pop(uri, None)
+            if mirror.channel is not None:
+                watchers.update(mirror.channel.subscribers)
+            self._fanout.close(uri)
+            self._fanout.state_replaced(uri)
+        return watchers
 
     def _close(self, uri: str, mirror: Mirror) -> None:
         self._by_uri.pop(uri, None)

@@ -126,6 +126,8 @@ class Sessions:
             if uri in self.sessions:
                 return  # made here meanwhile
             session = self._open_kept(data)
+            for uri_made in (uri, *session.record.chats):
+                self.fanout.state_replaced(uri_made)
             if session.record.announced:
                 self._notify_root(
                     "root/sessionAdded", session.record, {"summary": session_row(session)}
