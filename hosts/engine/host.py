@@ -21,6 +21,7 @@ from ..backends.base import Agent
 from ..backends.sandbox import Sandbox
 from ..protocol import limits
 from ..protocol.actions import action_spec
+from ..protocol.errors import ProtocolError
 from ..protocol.reducers import reduce
 from ..protocol.shapes import Origin
 from ..protocol.turn_windows import windowed
@@ -305,6 +306,18 @@ class Host:
         self.annotations.wake(uri)
         await self.folder_customizations.wake(uri)
         return None
+
+    async def wake_to_watch(self, uri: str, principal: Principal) -> None:
+        """`wake`, for a client about to watch `uri` (initialSubscriptions, a reconnect): a
+        channel another node runs is mirrored here for it, where that node lets `principal`
+        watch it; where not, nothing is opened and the channel is not found here."""
+        elsewhere = await self.wake(uri)
+        if elsewhere is None:
+            return
+        try:
+            await self.mirrors.open(canonical(uri), elsewhere, principal)
+        except ProtocolError as refused:
+            log.info("%s is not mirrored for %s: %s", uri, principal.ref, refused.message)
 
     async def elsewhere(self, uri: str) -> Elsewhere | None:
         """The live node that runs the session a URI is in, where that is another node's; a

@@ -164,7 +164,7 @@ async def initialize(host: Host, conn: Connection, params: dict[str, Any]) -> di
     host.client_requests.arrived(conn)
     snapshots = []
     for uri in subscriptions:
-        await host.wake(uri)
+        await host.wake_to_watch(uri, conn.principal)
         channel = host.fanout.channel(uri)
         if channel is None or not host.permissions.may_watch(conn.principal, channel):
             continue
@@ -222,7 +222,7 @@ async def reconnect(host: Host, conn: Connection, params: dict[str, Any]) -> dic
         host.client_requests.arrived(conn)
     found, missing = [], []
     for uri in request.channels:
-        await host.wake(uri)
+        await host.wake_to_watch(uri, conn.principal)
         channel = host.fanout.channel(uri)
         if (
             channel is None
