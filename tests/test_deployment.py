@@ -66,8 +66,40 @@ def requirement_names(path: Path) -> set[str]:
 
 
 def test_the_deployment_runs_postgres_redis_web_worker_and_beat():
-    assert set(SERVICES) == {"postgres", "redis", "web", "worker", "beat"}
+    assert set(SERVICES) == {"postgres", "redis", "web", "proxy", "worker", "beat"}
     assert set(OURS) == {"web", "worker", "beat"}
+
+
+def test_web_scales_behind_one_published_port():
+    """`docker compose up --scale web=3`: no web container publishes a port (three could not
+    bind one), the proxy publishes the one clients are told of and passes every connection,
+    WebSocket upgrades included, to the containers Docker's DNS names `web`, asked again as
+    they come and go."""
+    web, proxy = SERVICES["web"], SERVICES["proxy"]
+    assert "ports" not in web and web["expose"] == ["9187"]
+    assert proxy["ports"] == ["127.0.0.1:9187:9187"]
+    public = web["environment"]["AHPD_PUBLIC_URL"]
+    assert public.endswith(":9187}"), public
+    assert proxy["depends_on"] == {"web": {"condition": "service_healthy"}}
+    [mount] = proxy["volumes"]
+    source, target, mode = mount.split(":")
+    assert (target, mode) == ("/etc/nginx/nginx.conf", "ro")
+    conf = (REPO / source).read_text()
+    assert "listen 9187;" in conf
+    assert "resolver 127.0.0.11 valid=5s" in conf
+    # Through a variable, so that `web` is resolved again rather than once at start.
+    assert "set $node web:9187;" in conf and "proxy_pass http://$node;" in conf
+    assert "proxy_set_header Upgrade $http_upgrade;" in conf
+    assert "proxy_set_header Connection $connection_upgrade;" in conf
+    assert "proxy_http_version 1.1;" in conf
+    # Each node finds the others in the database and the channel layer they share.
+    environment = web["environment"]
+    assert environment["DATABASE_URL"].startswith("postgres://")
+    assert environment["REDIS_URL"].startswith("redis://")
+    # Nothing pins a node id: each container's defaults to its own name and port.
+    assert "AHPD_NODE_ID" not in environment
+    # The nodes share the folder sessions work in, so any of them may take one over.
+    assert "workspace:/workspace" in web["volumes"]
 
 
 @pytest.mark.parametrize("name", OURS)

@@ -40,6 +40,15 @@ class Running:
     #: The control token: `Authorization: Bearer <it>` on the REST API is root.
     control: str
 
+    @property
+    def api_base(self) -> str:
+        """Its REST API's base as this process reaches it: `local` on its own machine; where
+        the record was written by a server on another machine sharing the data directory
+        (another node's container, `--scale web=3`), that machine by its name."""
+        if self.machine == socket.gethostname():
+            return self.local
+        return self.local.replace("//127.0.0.1:", f"//{self.machine}:", 1)
+
 
 #: This process's record, once it serves.
 _published: Running | None = None

@@ -36,13 +36,13 @@ def serving() -> Running:
 def call(method: str, path: str, body: Any = None) -> Any:
     """`method` on `/api/<path>` of the running server, as root; the answer's JSON."""
     record = serving()
-    return _request(record, method, urljoin(record.local, "api/" + path), body)
+    return _request(record, method, urljoin(record.api_base, "api/" + path), body)
 
 
 def listing(path: str) -> list[Any]:
     """Every row of a REST list: a bare list, or pages of `results` followed by `next`."""
     record = serving()
-    url: str | None = urljoin(record.local, "api/" + path)
+    url: str | None = urljoin(record.api_base, "api/" + path)
     found: list[Any] = []
     while url:
         page = _request(record, "GET", url, None)
@@ -72,7 +72,7 @@ def _request(record: Running, method: str, url: str, body: Any) -> Any:
     except (urllib.error.URLError, OSError) as error:
         reason = getattr(error, "reason", error)
         raise NotRunning(
-            f"the server is not running: nothing answers at {record.local} ({reason})"
+            f"the server is not running: nothing answers at {record.api_base} ({reason})"
         ) from None
     return json.loads(text) if text else None
 

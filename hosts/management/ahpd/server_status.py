@@ -48,7 +48,7 @@ def register(nouns: Any) -> None:
 def status(options: dict[str, Any]) -> Shown:
     record = serving()
     answer = call("GET", "status/")
-    data = {"url": record.public, "api": record.local + "api/", "pid": record.pid, **answer}
+    data = {"url": record.public, "api": record.api_base + "api/", "pid": record.pid, **answer}
     shown = {**data, "nodes": [node["id"] for node in data.get("nodes") or []]}
     lines = [f"{key}: {_said(value)}" for key, value in shown.items() if key not in _ASKER]
     return Shown(data, lines=lines)
