@@ -45,3 +45,4 @@ bench: install
 	$(PY) bench/frame_cache.py
 	$(PY) bench/usage.py
 	$(PY) bench/sandbox.py
+	if [ -n "$$DATABASE_URL" ] && [ -n "$$REDIS_URL" ]; then $(PY) bench/nodes.py; fi

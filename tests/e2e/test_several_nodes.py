@@ -234,6 +234,10 @@ async def test_a_client_of_either_node_watches_and_drives_a_session_the_other_ru
     assert refusals[0][0] == -32009, refusals
     await far.notify("unsubscribe", {"channel": chat})
     await far.notify("unsubscribe", {"channel": made["uri"]})
+    # Disposed over the socket of the node that does not run it: by the node that does.
+    assert await far.request("disposeSession", {"channel": made["uri"]}) is None
+    for server in nodes.values():
+        assert call(server, "GET", at(made["uri"]), member)[0] == 404
 
 
 def listed(items: list[dict]) -> set[str]:
