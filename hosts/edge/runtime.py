@@ -39,7 +39,7 @@ from . import relay
 
 log = logging.getLogger("ahpd.runtime")
 
-#: What the other nodes of the host tell this one's engine (Host.other_node_said).
+#: What the other nodes of the host tell this one's engine (other_nodes/messages.py).
 OTHER_NODES_SAY = frozenset(
     (
         ROOT_CONFIG,
@@ -351,13 +351,13 @@ async def _read_inbox(host: Host, channel: str) -> None:
                 host.mirrors.take(message["frames"])
                 continue
             if kind == feeds.LOST:
-                await host.feeder_lost(str(message["node"]))
+                await host.nodes.feeder_lost(str(message["node"]))
                 continue
             if kind == relay.DISPATCH:
                 await relay.take_dispatch(host, message)
                 continue
             if kind in OTHER_NODES_SAY:
-                await host.other_node_said(message)
+                await host.nodes.heard(message)
                 continue
             elsewhere = await host.wake(str(message.get("channel")))
             if elsewhere is not None:

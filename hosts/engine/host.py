@@ -41,9 +41,9 @@ from .fanout import Fanout
 from .folder_watchers import FolderWatchers
 from .git_facts import GitFacts
 from .host_settings import HostSettings as HostSettings
-from .other_nodes import sessions_elsewhere
 from .other_nodes.feeds import Feeds
-from .other_nodes.mirrors import Mirrors, Owner
+from .other_nodes.messages import OtherNodes
+from .other_nodes.mirrors import Mirrors
 from .permissions import Permissions
 from .placement import ROOT_CONFIG, Elsewhere, HereOnly, Placement, Relay, engine_channel
 from .ports import ListedMcpServers, McpServerDirectory, Store, Transport
@@ -75,8 +75,6 @@ stop_log = logging.getLogger("ahpd.runtime")
 
 #: The close a client is sent as the host stops: RFC 6455's "going away".
 GOING_AWAY = 1001
-#: A client whose watched session moved to another node (its node gone) reconnects.
-SERVICE_RESTART = 1012
 
 
 class Host:
@@ -210,13 +208,8 @@ class Host:
         self.feeds = Feeds(self.fanout, relay, self.placement.node_id)
         self.mirrors = Mirrors(self.fanout, relay, engine_channel(self.placement.node_id))
         self.fanout.on_left(self.mirrors.left)
-        #: What this node tells the others, in order, and the task that sends it.
-        self._to_nodes: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-        self._telling: asyncio.Task[None] | None = None
-        #: The other nodes whose rows a start waits for (meet_other_nodes).
-        self._rows_awaited: dict[str, asyncio.Future[None]] = {}
-        if self.placement.node_id:
-            self.sessions.on_root_said = self._root_said_to_nodes
+        #: What this node tells the other nodes of the host, and hears from them.
+        self.nodes = OtherNodes(self)
         #: The automations catalogue (automations.Automations, which imports this module),
         #: where a store for them was given; None otherwise.
         self.automations: Any = None
@@ -578,7 +571,7 @@ class Host:
             self._root_config_said(action, origin, sender)
             # The other nodes of the host say it too (root state is the same on every node);
             # it is kept already.
-            self._tell_other_nodes({"type": ROOT_CONFIG, "action": action})
+            self.nodes.tell({"type": ROOT_CONFIG, "action": action})
 
         said = self.writes.then_say(say)
         if sender is not None:
@@ -596,89 +589,6 @@ class Host:
         # clientQueueBytes is read before every frame to every client: a push applies to
         # the very next one.
         self.fanout.queue_limit = self.client_queue_bytes()
-
-    def _tell_other_nodes(self, message: dict[str, Any]) -> None:
-        """Tell every other node `message`, after whatever this node told them before it."""
-        if self.relay is None or not self.placement.node_id:
-            return
-        self._to_nodes.put_nowait({**message, "node": self.placement.node_id})
-        if self._telling is None:
-            self._telling = asyncio.get_running_loop().create_task(self._tell_loop())
-
-    async def _tell_loop(self) -> None:
-        assert self.relay is not None
-        while True:
-            message = await self._to_nodes.get()
-            try:
-                await self.relay.broadcast(message)
-            except Exception:
-                log.exception("telling the other nodes %s failed", message["type"])
-
-    def _root_said_to_nodes(
-        self, method: str, record: access.Owned, params: dict[str, Any]
-    ) -> None:
-        owned = Owner(record.uri, record.owner, record.scope)
-        self._tell_other_nodes(
-            sessions_elsewhere.told(self.placement.node_id, method, params, owned)
-        )
-
-    async def meet_other_nodes(self, timeout_s: float = 5.0) -> None:
-        """As this node starts: ask the other live nodes for their sessions' rows, and wait
-        (at most `timeout_s`) until each answered, so a client's first listing here lists
-        every session of the host."""
-        others = await self.placement.others()
-        if not others or self.relay is None:
-            return
-        loop = asyncio.get_running_loop()
-        self._rows_awaited = {node: loop.create_future() for node in others}
-        self._tell_other_nodes({"type": sessions_elsewhere.HELLO})
-        try:
-            await asyncio.wait_for(asyncio.gather(*self._rows_awaited.values()), timeout_s)
-        except TimeoutError:
-            silent = sorted(n for n, f in self._rows_awaited.items() if not f.done())
-            log.warning("nodes %s did not say their sessions within %g s", silent, timeout_s)
-        self._rows_awaited = {}
-
-    async def check_feeding_nodes(self) -> None:
-        """Close the mirrors fed by nodes that are gone (killed, their lease lapsed): told at
-        each renewal of this node's lease."""
-        fed_by = self.mirrors.nodes()
-        if not fed_by:
-            return
-        live = set(await self.placement.others())
-        for node in fed_by - live:
-            await self.feeder_lost(node)
-
-    async def feeder_lost(self, node: str) -> None:
-        """A node stopped feeding this one: the clients that watched its channels here are
-        closed (1012, service restart), and reconnect to what runs the sessions now."""
-        for conn in self.mirrors.lost(node):
-            if conn.closed:
-                continue
-            self.fanout.disconnect(conn)
-            await conn.transport.close(
-                SERVICE_RESTART, f"node {node}, which ran a session watched here, is gone"
-            )
-
-    async def other_node_said(self, message: dict[str, Any]) -> None:
-        """What another node of the host told this one (through the nodes' group, or to this
-        node alone)."""
-        node, kind = str(message.get("node")), message.get("type")
-        if node == self.placement.node_id:
-            return
-        if kind == ROOT_CONFIG:
-            self.root_config_said_elsewhere(message["action"])
-        elif kind == sessions_elsewhere.SESSION:
-            owned = sessions_elsewhere.owner_of(message["owned"])
-            self.sessions.said_elsewhere(node, message["method"], message["params"], owned)
-        elif kind == sessions_elsewhere.HELLO and self.relay is not None:
-            rows = {"type": sessions_elsewhere.ROWS, "node": self.placement.node_id}
-            await self.relay.send(engine_channel(node), {**rows, "rows": self.sessions.own_rows()})
-        elif kind == sessions_elsewhere.ROWS:
-            self.sessions.rows_elsewhere(node, message["rows"])
-            waited = self._rows_awaited.get(node)
-            if waited is not None and not waited.done():
-                waited.set_result(None)
 
     def root_config_said_elsewhere(self, action: dict[str, Any]) -> None:
         """Another node of the host took a root config push (and kept it): said here too."""

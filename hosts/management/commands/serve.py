@@ -89,9 +89,9 @@ class Command(BaseCommand):
         # Sessions another node took while this one's lease had lapsed are let go here.
         node.on_lapsed = engine.let_go_taken
         # Mirrors fed by a node gone are closed, their watchers sent to reconnect.
-        node.on_renewed = engine.check_feeding_nodes
+        node.on_renewed = engine.nodes.check_feeders
         # The sessions the other nodes run, listed here before a client can ask.
-        reactor_loop().run_until_complete(engine.meet_other_nodes())
+        reactor_loop().run_until_complete(engine.nodes.meet())
 
         async def stopped() -> None:
             await node.stop()

@@ -1,0 +1,125 @@
+"""What a node tells the other nodes of its host, and what it hears from them: root config
+pushes it kept, what it told its root watchers of its sessions (sessions_elsewhere.py), its
+rows for a node that starts; and the nodes whose mirrors it must close as they go.
+
+What it tells goes through the channel layer's group of every node's inbox, one message after
+another in the order told (one task sends them), so the others hear a session's row added
+before it changed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+from .. import access
+from ..placement import ROOT_CONFIG, engine_channel
+from . import sessions_elsewhere
+from .mirrors import Owner
+
+if TYPE_CHECKING:
+    from ..host import Host
+
+log = logging.getLogger("ahpd.nodes")
+
+#: A client whose watched session moved to another node (its node gone) reconnects.
+SERVICE_RESTART = 1012
+
+
+class OtherNodes:
+    def __init__(self, host: Host) -> None:
+        self._host = host
+        self._node_id = host.placement.node_id
+        #: What this node tells the others, in order, and the task that sends it.
+        self._to_nodes: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self._telling: asyncio.Task[None] | None = None
+        #: The other nodes whose rows a start waits for (meet).
+        self._rows_awaited: dict[str, asyncio.Future[None]] = {}
+        if self._node_id:
+            host.sessions.on_root_said = self._root_said
+
+    def tell(self, message: dict[str, Any]) -> None:
+        """Tell every other node `message`, after whatever this node told them before it."""
+        if self._host.relay is None or not self._node_id:
+            return
+        self._to_nodes.put_nowait({**message, "node": self._node_id})
+        if self._telling is None:
+            self._telling = asyncio.get_running_loop().create_task(self._tell_loop())
+
+    async def _tell_loop(self) -> None:
+        relay = self._host.relay
+        assert relay is not None
+        while True:
+            message = await self._to_nodes.get()
+            try:
+                await relay.broadcast(message)
+            except Exception:
+                log.exception("telling the other nodes %s failed", message["type"])
+
+    def _root_said(self, method: str, record: access.Owned, params: dict[str, Any]) -> None:
+        owned = Owner(record.uri, record.owner, record.scope)
+        self.tell(sessions_elsewhere.told(self._node_id, method, params, owned))
+
+    async def meet(self, timeout_s: float = 5.0) -> None:
+        """As this node starts: ask the other live nodes for their sessions' rows, and wait
+        (at most `timeout_s`) until each answered, so a client's first listing here lists
+        every session of the host."""
+        others = await self._host.placement.others()
+        if not others or self._host.relay is None:
+            return
+        loop = asyncio.get_running_loop()
+        self._rows_awaited = {node: loop.create_future() for node in others}
+        self.tell({"type": sessions_elsewhere.HELLO})
+        try:
+            await asyncio.wait_for(asyncio.gather(*self._rows_awaited.values()), timeout_s)
+        except TimeoutError:
+            silent = sorted(n for n, f in self._rows_awaited.items() if not f.done())
+            log.warning("nodes %s did not say their sessions within %g s", silent, timeout_s)
+        self._rows_awaited = {}
+
+    async def heard(self, message: dict[str, Any]) -> None:
+        """What another node of the host told this one (through the nodes' group, or to this
+        node alone)."""
+        host = self._host
+        node, kind = str(message.get("node")), message.get("type")
+        if node == self._node_id:
+            return
+        if kind == ROOT_CONFIG:
+            host.root_config_said_elsewhere(message["action"])
+        elif kind == sessions_elsewhere.SESSION:
+            owned = sessions_elsewhere.owner_of(message["owned"])
+            host.sessions.said_elsewhere(node, message["method"], message["params"], owned)
+        elif kind == sessions_elsewhere.HELLO and host.relay is not None:
+            rows = host.sessions.own_rows()
+            await host.relay.send(
+                engine_channel(node),
+                {"type": sessions_elsewhere.ROWS, "node": self._node_id, "rows": rows},
+            )
+        elif kind == sessions_elsewhere.ROWS:
+            host.sessions.rows_elsewhere(node, message["rows"])
+            waited = self._rows_awaited.get(node)
+            if waited is not None and not waited.done():
+                waited.set_result(None)
+
+    async def check_feeders(self) -> None:
+        """Close the mirrors fed by nodes that are gone (killed, their lease lapsed): told at
+        each renewal of this node's lease."""
+        fed_by = self._host.mirrors.nodes()
+        if not fed_by:
+            return
+        live = set(await self._host.placement.others())
+        for node in fed_by - live:
+            await self.feeder_lost(node)
+
+    async def feeder_lost(self, node: str) -> None:
+        """A node stopped feeding this one: the clients that watched its channels here are
+        closed (1012, service restart), and reconnect to what runs the sessions now."""
+        fanout = self._host.fanout
+        for conn in self._host.mirrors.lost(node):
+            if conn.closed:
+                continue
+            fanout.disconnect(conn)
+            await conn.transport.close(
+                SERVICE_RESTART, f"node {node}, which ran a session watched here, is gone"
+            )
