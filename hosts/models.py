@@ -206,6 +206,9 @@ class Node(models.Model):
     address = models.CharField(max_length=500, blank=True, default="")
     machine = models.CharField(max_length=255, help_text="the machine (or container) it runs on")
     pid = models.PositiveIntegerField()
+    #: Which processes its pid is counted among (Linux's pid namespace): containers sharing a
+    #: machine's name (host networking) count their own, so a pid not found is gone only here.
+    pid_space = models.CharField(max_length=64, blank=True, default="", editable=False)
     #: The folders it serves (AHPD_PATHS): where its sessions may work.
     folders = models.JSONField(default=list)
     #: How many agents it may run at once (AHPD_NODE_AGENTS); 0 is no limit.

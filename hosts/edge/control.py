@@ -120,10 +120,23 @@ def running() -> Running | None:
     return record
 
 
-def gone(machine: str, pid: int) -> bool:
-    """Whether a process written down as `pid` on `machine` is known to be gone: on this
-    machine, no process has that pid (elsewhere nothing can be known from here)."""
+def pid_space() -> str:
+    """Which processes this one's pid is counted among: its pid namespace (Linux), "" where
+    that cannot be read."""
+    try:
+        return os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return ""
+
+
+def gone(machine: str, pid: int, space: str | None = None) -> bool:
+    """Whether a process written down as `pid` on `machine` (among the pids of `space`, where
+    said) is known to be gone: on this machine, among this process's pids, no process has that
+    pid (elsewhere nothing can be known from here: a container sharing the machine's name
+    counts pids of its own)."""
     if machine != socket.gethostname():
+        return False
+    if space is not None and space != pid_space():
         return False
     try:
         os.kill(pid, 0)

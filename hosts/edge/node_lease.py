@@ -24,7 +24,7 @@ from django.conf import settings
 
 from ..store.engine_database import db_call
 from ..store.nodes import NodeFacts, NodeHeld, claim, release, renew
-from .control import WILDCARDS
+from .control import WILDCARDS, pid_space
 
 log = logging.getLogger("ahpd.nodes")
 
@@ -60,6 +60,7 @@ class NodeLease:
             instance=secrets.token_hex(16),
             machine=socket.gethostname(),
             pid=os.getpid(),
+            pid_space=pid_space(),
             address="",
             folders=tuple(str(path) for path in settings.AHPD_PATHS),
             agents_max=settings.AHPD_NODE_AGENTS,

@@ -31,6 +31,7 @@ class NodeFacts:
     instance: str
     machine: str
     pid: int
+    pid_space: str
     address: str
     folders: tuple[str, ...]
     agents_max: int
@@ -66,6 +67,7 @@ def _written(facts: NodeFacts, lease: timedelta) -> dict[str, Any]:
         "address": facts.address,
         "machine": facts.machine,
         "pid": facts.pid,
+        "pid_space": facts.pid_space,
         "folders": list(facts.folders),
         "agents_max": facts.agents_max,
         "version": facts.version,
@@ -90,7 +92,7 @@ def claim(facts: NodeFacts, lease: timedelta) -> None:
     if holder is None:  # let go between the two statements: claimed on the next try
         claim(facts, lease)
         return
-    if gone(holder.machine, holder.pid):
+    if gone(holder.machine, holder.pid, holder.pid_space):
         # Killed and started again before its lease lapsed: this start takes it over, unless
         # another start took it first.
         if rows.filter(instance=holder.instance).update(**row):

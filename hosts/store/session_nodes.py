@@ -8,9 +8,10 @@ both win: the database applies one update, and the other's condition no longer h
 is evaluated again on the row the first wrote (PostgreSQL's read committed; SQLite writes one
 at a time).
 
-A node on this very machine whose process is gone (killed and not yet lapsed) has its row let
-go first, by a delete naming the start read, so its sessions are taken at once rather than a
-lease later.
+A node on this very machine, among this process's pids, whose process is gone (killed and not
+yet lapsed) has its row let go first, by a delete naming the start read, so its sessions are
+taken at once rather than a lease later; a container sharing the machine's name but not its
+pids (host networking) is never judged gone from here.
 """
 
 from __future__ import annotations
@@ -47,8 +48,10 @@ def let_go_gone_here(machine: str) -> None:
     """Let go the rows of nodes on this machine whose process is gone (killed before their
     lease lapsed); a start that has claimed the row since is another instance, left alone."""
     rows = Node.objects.filter(machine=machine, lease_until__gte=Now())
-    for node_id, instance, pid in rows.values_list("node_id", "instance", "pid"):
-        if gone(machine, pid):
+    for node_id, instance, pid, space in rows.values_list(
+        "node_id", "instance", "pid", "pid_space"
+    ):
+        if gone(machine, pid, space):
             Node.objects.filter(node_id=node_id, instance=instance).delete()
 
 

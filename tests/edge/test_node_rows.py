@@ -14,6 +14,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from hosts.edge.control import pid_space
 from hosts.models import Node
 from hosts.store.nodes import NodeFacts, NodeHeld, claim, live, release, renew
 
@@ -26,6 +27,7 @@ def facts(instance: str, **changed: object) -> NodeFacts:
         instance=instance,
         machine="machine-a",
         pid=os.getpid(),
+        pid_space=pid_space(),
         address="ws://machine-a:9187/",
         folders=("/srv/work",),
         agents_max=4,
@@ -91,6 +93,18 @@ def test_a_holder_on_this_machine_whose_process_is_gone_is_taken_over():
     # A live holder on this machine is not.
     with pytest.raises(NodeHeld):
         claim(facts("three", machine=machine), LEASE)
+
+
+@pytest.mark.django_db
+def test_a_holder_counting_other_pids_under_this_machines_name_is_never_judged_gone():
+    # A container on host networking shares the machine's name, not its pids: a pid not
+    # found here says nothing of it.
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    machine = socket.gethostname()
+    claim(facts("one", machine=machine, pid=gone.pid, pid_space="pid:[1]"), LEASE)
+    with pytest.raises(NodeHeld):
+        claim(facts("two", machine=machine), LEASE)
 
 
 @pytest.mark.django_db(transaction=True)

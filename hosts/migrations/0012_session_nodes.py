@@ -18,4 +18,9 @@ class Migration(migrations.Migration):
                 max_length=200,
             ),
         ),
+        migrations.AddField(
+            model_name="node",
+            name="pid_space",
+            field=models.CharField(blank=True, default="", editable=False, max_length=64),
+        ),
     ]
