@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -40,6 +41,9 @@ class FeedTransport:
         self._relay = relay
         self._inbox = inbox
         self._node_id = node_id
+        #: Told once a send failed: what followed cannot be sent after a gap, so the node
+        #: fed is dropped (Feeds.drop) and told its mirrors are lost, to open them afresh.
+        self.on_failed: Callable[[], None] = lambda: None
         self._waiting: list[str] = []
         self._bytes = 0
         self._wanted = asyncio.Event()
@@ -86,7 +90,7 @@ class FeedTransport:
                 )
             except Exception:
                 log.exception("feeding %s failed; its mirrors are lost", self._inbox)
-                self._closed = True
+                self.on_failed()
                 return
 
 
@@ -109,6 +113,7 @@ class Feeds:
         if conn is None or conn.closed:
             transport = FeedTransport(self._relay, inbox, self._node_id)
             conn = self._fanout.connect(transport, f"node inbox {inbox}")
+            transport.on_failed = lambda: self.drop(inbox)
             conn.principal = conn.admitted_principal = Principal(f"node:{inbox}", ("*:*",))
             conn.version_text, conn.version = "999.0.0", parse_version("999.0.0")
             self._by_inbox[inbox] = conn
@@ -127,6 +132,24 @@ class Feeds:
         del self._tokens[(inbox, uri)]
         if conn is not None and channel is not None:
             self._fanout.unsubscribe(conn, channel)
+
+    def drop(self, inbox: str) -> None:
+        """Stop feeding the node reading `inbox` anything (it is gone, or a send to it
+        failed): told its mirrors are lost, where it is there to hear it."""
+        conn = self._by_inbox.pop(inbox, None)
+        if conn is None:
+            return
+        for key in [key for key in self._tokens if key[0] == inbox]:
+            del self._tokens[key]
+        if not conn.closed:
+            self._fanout.disconnect(conn)
+            asyncio.get_running_loop().create_task(conn.transport.abort())
+
+    def keep_only(self, inboxes: set[str]) -> None:
+        """Stop feeding every node but those reading `inboxes` (the live ones)."""
+        for inbox in [inbox for inbox in self._by_inbox if inbox not in inboxes]:
+            log.warning("node reading %s is gone: no longer fed", inbox)
+            self.drop(inbox)
 
     def watched_by(self) -> dict[str, int]:
         """How many of this node's channels each watching node mirrors (for status)."""

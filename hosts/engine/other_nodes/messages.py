@@ -103,14 +103,16 @@ class OtherNodes:
                 waited.set_result(None)
 
     async def check_feeders(self) -> None:
-        """Close the mirrors fed by nodes that are gone (killed, their lease lapsed): told at
-        each renewal of this node's lease."""
-        fed_by = self._host.mirrors.nodes()
-        if not fed_by:
+        """Close the mirrors fed by nodes that are gone (killed, their lease lapsed), and stop
+        feeding those: told at each renewal of this node's lease."""
+        host = self._host
+        fed_by = host.mirrors.nodes()
+        if not fed_by and not host.feeds.watched_by():
             return
-        live = set(await self._host.placement.others())
+        live = set(await host.placement.others())
         for node in fed_by - live:
             await self.feeder_lost(node)
+        host.feeds.keep_only({engine_channel(node) for node in live})
 
     async def feeder_lost(self, node: str) -> None:
         """A node stopped feeding this one: the clients that watched its channels here are

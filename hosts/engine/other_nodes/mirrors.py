@@ -109,6 +109,9 @@ class Mirrors:
             return  # lost meanwhile
         mirror.owned = Owner(seed["session"], seed["owner"], seed["scope"])
         mirror.channel = self._fanout.open(Channel(uri, seed["kind"], seed["state"]))
+        # What the running node said while nothing here mirrored it is in no ring here: a
+        # client that reconnects from before now is sent the snapshot.
+        self._fanout.state_replaced(uri)
         mirror.after = seed["fromSeq"]
         early, mirror.early = mirror.early, []
         for envelope in early:
