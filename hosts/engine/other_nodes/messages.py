@@ -90,6 +90,8 @@ class OtherNodes:
         elif kind == sessions_elsewhere.SESSION:
             owned = sessions_elsewhere.owner_of(message["owned"])
             host.sessions.said_elsewhere(node, message["method"], message["params"], owned)
+            if message["method"] == "root/sessionRemoved":
+                host.mirrors.session_gone(owned.uri)
         elif kind == sessions_elsewhere.HELLO and host.relay is not None:
             rows = host.sessions.own_rows()
             await host.relay.send(

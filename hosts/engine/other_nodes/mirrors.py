@@ -154,6 +154,14 @@ class Mirrors:
                 continue
             self._close(channel.uri, mirror)
 
+    def session_gone(self, session: str) -> None:
+        """The running node disposed a session: its mirrors here close, as its channels closed
+        there (their watchers here stop watching them, as they would on that node)."""
+        for uri, mirror in list(self._by_uri.items()):
+            if mirror.owned is not None and mirror.owned.uri == session:
+                self._by_uri.pop(uri, None)
+                self._fanout.close(uri)
+
     def nodes(self) -> set[str]:
         """The nodes whose channels are mirrored here."""
         return {mirror.node.node_id for mirror in self._by_uri.values()}
