@@ -341,10 +341,40 @@ def _check_per_channel_reconnect(result: Any) -> None:
                     raise SchemaError(f"reconnect: another channel's action in: {recovery}")
 
 
+#: VS Code's own requests (not the protocol's, which has no schema for them): their results'
+#: fields and types as VS Code's agentHostExtensionProtocol declares them.
+VSCODE_RESULTS: dict[str, dict[str, type]] = {
+    "vscode/collectAgentHostDebugLogs": {
+        "kind": str,
+        "resource": str,
+        "providerLogsIncluded": bool,
+        "size": int,
+        "uncompressedSize": int,
+        "entries": list,
+    },
+    "vscode/readAgentHostDebugLogsChunk": {"data": str, "eof": bool},
+}
+
+
+def _check_vscode_result(method: str, result: Any) -> None:
+    fields = VSCODE_RESULTS[method]
+    if not isinstance(result, dict) or set(result) != set(fields):
+        raise SchemaError(f"{method}: result fields {result!r} are not {sorted(fields)}")
+    for name, kind in fields.items():
+        if not isinstance(result[name], kind):
+            raise SchemaError(f"{method}: {name} is not a {kind.__name__}: {result[name]!r}")
+    for entry in result.get("entries", []):
+        if set(entry) != {"path", "size"}:
+            raise SchemaError(f"{method}: an entry is {{path, size}}, not {entry!r}")
+
+
 def check_result(method: str, result: Any) -> None:
     """Validate the ``result`` of a response to a ``method`` request."""
     if method == "reconnect" and isinstance(result, dict) and "channels" in result:
         _check_per_channel_reconnect(result)
+        return
+    if method in VSCODE_RESULTS:
+        _check_vscode_result(method, result)
         return
     if method in NULL_RESULT_METHODS:
         if result is not None:

@@ -37,6 +37,7 @@ from .client_requests import ClientRequests
 from .clients import Clients
 from .clock import now_ms
 from .connection import Connection
+from .debug_logs import DebugLogs
 from .fanout import Fanout
 from .folder_watchers import FolderWatchers
 from .git_facts import GitFacts
@@ -197,6 +198,11 @@ class Host:
             self._session_of_chat,
             service_name=settings.server_name,
             service_version=settings.server_version,
+        )
+        #: What a VS Code window collects of the host's logs and a session's record.
+        self.debug_logs = DebugLogs(
+            settings.state_dir / "debug-logs" if settings.state_dir is not None else None,
+            settings.telemetry.loggers,
         )
         #: Which node runs a session: this one, or (a node of several) the one the database
         #: names (placement.py).
@@ -418,6 +424,7 @@ class Host:
             await self.sessions.restore()
             self.fanout.start()
             self.telemetry.start()
+            self.debug_logs.start()
             self.writes.start()
             self.started_monotonic = time.monotonic()
             self._started = True
@@ -460,6 +467,7 @@ class Host:
         await self.running_agents.drain()
         await self.writes.stop()
         await self.telemetry.stop()
+        self.debug_logs.stop()
         self.fanout.stop()
         stop_log.info(
             "stopped: %d turns ended as interrupted, %d clients closed 1001, the store written",

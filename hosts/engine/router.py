@@ -15,6 +15,7 @@ from ..protocol import jsonrpc
 from ..protocol.errors import ErrorCode, ProtocolError
 from ..protocol.methods import METHODS
 from ..protocol.uris import canonical
+from ..protocol.vscode_methods import VSCODE_METHODS
 from .commands import COMMANDS, FRESH, Command
 from .commands.dispatch import dispatch_params
 from .connection import Connection
@@ -64,7 +65,7 @@ class Router:
         """Answer one request or notification; the answer frame, or None for none."""
         method, params = incoming.method, incoming.params
         try:
-            spec = METHODS.get(method)
+            spec = METHODS.get(method) or VSCODE_METHODS.get(method)
             command = self._commands.get(method)
             if spec is None or command is None:
                 raise ProtocolError(ErrorCode.METHOD_NOT_FOUND, f"Method not found: {method}")

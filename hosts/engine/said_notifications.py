@@ -12,5 +12,8 @@ SAID: dict[str, str] = {
     "root/sessionSummaryChanged": "an announced session's row moves",
     "auth/required": "a token a connection gave an MCP server's resource expires "
     "(resource_tokens.py)",
+    "root/progress": "a debug-log collection asked under a progressToken "
+    "(`vscode/collectAgentHostDebugLogs`), to its asker, as each entry is written and once "
+    "settled (debug_logs.py); a session's start says none, having nothing to download",
     **TELEMETRY_SAID,
 }

@@ -17,6 +17,7 @@ from . import (
     automations,
     changesets,
     chats,
+    debug_logs,
     dispatch,
     handshake,
     resources,
@@ -66,4 +67,7 @@ COMMANDS: dict[str, Command] = {
     "listAutomationTriggerDefinitions": Command(
         automations.list_trigger_definitions, "automation:read"
     ),
+    # VS Code's own requests (hosts/protocol/vscode_methods.py).
+    debug_logs.COLLECT: Command(debug_logs.collect_debug_logs, "diagnostics:read"),
+    debug_logs.READ_CHUNK: Command(debug_logs.read_debug_logs_chunk, "diagnostics:read"),
 }
