@@ -355,11 +355,10 @@ async def ahpd_chat(url: str, folder: str) -> str:
         socket.close()
 
 
-async def start_ahpd(stack: list[Callable[[], None]]) -> Server:
-    folder = Path(tempfile.mkdtemp(prefix="ahpd-bench-"))
-    stack.append(lambda: shutil.rmtree(folder, ignore_errors=True))
+def bench_agents(folder: Path) -> Path:
+    """An AHPD_CONFIG file in `folder` naming one agent, `bench`, to make a session with:
+    drafts never start a turn, so its model is never asked."""
     agents = folder / "agents.json"
-    # An agent to make a session with; drafts never start a turn, so its model is never asked.
     agents.write_text(
         orjson.dumps(
             {
@@ -376,6 +375,13 @@ async def start_ahpd(stack: list[Callable[[], None]]) -> Server:
             }
         ).decode()
     )
+    return agents
+
+
+async def start_ahpd(stack: list[Callable[[], None]]) -> Server:
+    folder = Path(tempfile.mkdtemp(prefix="ahpd-bench-"))
+    stack.append(lambda: shutil.rmtree(folder, ignore_errors=True))
+    agents = bench_agents(folder)
     # The data directory (or database) and environment the tests use.
     config = ServerProcess(env_extra={"AHPD_CONFIG": str(agents)})
     stack.append(config.close)

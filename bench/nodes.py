@@ -30,8 +30,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import orjson
-
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
@@ -43,6 +41,7 @@ from bench.fanout import (  # noqa: E402
     Client,
     action_frame,
     ahpd_chat,
+    bench_agents,
     hello,
 )
 from bench.procs import Cpu, Served, cpu  # noqa: E402
@@ -130,24 +129,7 @@ def start_nodes(stack: list[Callable[[], None]]) -> tuple[list[Served], str, str
     """Nodes A and B on one database and one Redis; the person's token, the served folder."""
     folder = Path(tempfile.mkdtemp(prefix="ahpd-bench-nodes-"))
     stack.append(lambda: shutil.rmtree(folder, ignore_errors=True))
-    agents = folder / "agents.json"
-    # An agent to make a session with; drafts never start a turn, so its model is never asked.
-    agents.write_text(
-        orjson.dumps(
-            {
-                "agents": [
-                    {
-                        "provider": "bench",
-                        "kind": "openai",
-                        "displayName": "bench",
-                        "baseUrl": "http://127.0.0.1:9/v1",
-                        "model": "none",
-                        "apiKey": "none",
-                    }
-                ]
-            }
-        ).decode()
-    )
+    agents = bench_agents(folder)
     first = ServerProcess(env_extra={"AHPD_CONFIG": str(agents), "AHPD_NODE_ID": "bench-a"})
     stack.append(first.close)
     env = first.env()

@@ -24,29 +24,11 @@ sys.path.insert(0, str(REPO))
 
 from hosts.engine.channel import Channel  # noqa: E402
 from hosts.engine.fanout import Fanout  # noqa: E402
+from hosts.engine.other_nodes.remote_clients import NoSocket  # noqa: E402
 from hosts.engine.principal import Principal  # noqa: E402
 from hosts.engine.telemetry import Telemetry, TelemetrySettings  # noqa: E402
 
 CHAT = "ahp-chat:/bench"
-
-
-class Sink:
-    """A transport that takes every write at once, as a socket with room does."""
-
-    def write_now(self, texts: list[str]) -> bool:
-        return True
-
-    async def send_batch(self, texts: list[str]) -> None:
-        return None
-
-    async def close(self, code: int, reason: str) -> None:
-        return None
-
-    async def abort(self) -> None:
-        return None
-
-    def buffered(self) -> int | None:
-        return 0
 
 
 def made(subscribers: int, telemetry: str | None) -> tuple[Fanout, Channel, Telemetry | None]:
@@ -54,7 +36,7 @@ def made(subscribers: int, telemetry: str | None) -> tuple[Fanout, Channel, Tele
     core.start()
     chat = core.open(Channel(CHAT, "chat", {}))
     for n in range(subscribers):
-        conn = core.connect(Sink(), f"peer-{n}")
+        conn = core.connect(NoSocket(), f"peer-{n}")
         conn.client_id, conn.version_text, conn.version = f"c{n}", "1.0.0", (1, 0, 0)
         conn.principal = Principal(f"user:{n}", ("*:*",))
         core.subscribe(conn, chat)
@@ -68,7 +50,7 @@ def made(subscribers: int, telemetry: str | None) -> tuple[Fanout, Channel, Tele
             service_version="bench",
         )
         host_telemetry.start()
-        conn = core.connect(Sink(), "telemetry")
+        conn = core.connect(NoSocket(), "telemetry")
         conn.client_id, conn.version_text, conn.version = "t", "1.0.0", (1, 0, 0)
         conn.principal = Principal("user:t", ("*:*",))
         if telemetry == "traces":

@@ -22,7 +22,7 @@ import pytest
 from tests.e2e.test_principal_changes import admin_signed_in
 from tests.e2e.test_sessions import ended
 from tests.support.agents import server_with_local_agent
-from tests.support.rest import call
+from tests.support.rest import call, session_over_rest
 from tests.support.server import REPO, ServerProcess
 
 ROOT = "ahp-root://"
@@ -278,22 +278,10 @@ async def test_root_config_changed_on_the_socket_is_recorded_once_with_the_keys_
     assert len(trail(server, act="rootConfig.changed")) == before
 
 
-def made_session(server: ServerProcess, token: str, workdir: Path, message: str) -> dict:
-    status, made = call(
-        server,
-        "POST",
-        "sessions/",
-        token,
-        {"provider": "local", "workingDirectories": [workdir.as_uri()], "message": message},
-    )
-    assert status == 201, made
-    return made
-
-
 def test_disposing_someone_elses_session_is_recorded_and_ones_own_is_not(server, workdir):
     name, secret = person(server, "member")
-    theirs = made_session(server, secret, workdir, "hello")
-    own = made_session(server, secret, workdir, "hello")
+    theirs = session_over_rest(server, secret, workdir, "hello")
+    own = session_over_rest(server, secret, workdir, "hello")
     assert call(server, "DELETE", "sessions/" + quote(own["uri"], safe="") + "/", secret)[0] == 204
     assert call(server, "DELETE", "sessions/" + quote(theirs["uri"], safe="") + "/")[0] == 204
     assert trail(server, targetId=own["uri"]) == []
@@ -312,7 +300,7 @@ async def test_cancelling_someone_elses_turn_is_recorded_from_the_socket_rest_an
     name, secret = person(server, "member")
     watcher = await as_(server, connect)
     for way in ("socket", "rest", "cli"):
-        made = made_session(server, secret, workdir, "hold")
+        made = session_over_rest(server, secret, workdir, "hold")
         await watcher.request("subscribe", {"channel": made["chat"]})
         if way == "socket":
             stop = {"type": "chat/turnCancelled", "turnId": made["turnId"], "duration": 1}

@@ -25,7 +25,7 @@ from tests.e2e.test_sessions import ended, turn
 from tests.support.agents import local_agent_config
 from tests.support.client import RpcError
 from tests.support.fake_openai import FakeOpenAi
-from tests.support.rest import call
+from tests.support.rest import call, session_over_rest
 from tests.support.server import ServerProcess
 
 pytestmark = pytest.mark.skipif(
@@ -65,18 +65,6 @@ def workdir() -> Iterator[Path]:
 
 def at(uri: str) -> str:
     return "sessions/" + quote(uri, safe="") + "/"
-
-
-def made_on(server: ServerProcess, token: str, workdir: Path, message: str) -> dict:
-    status, made = call(
-        server,
-        "POST",
-        "sessions/",
-        token,
-        {"provider": "local", "workingDirectories": [workdir.as_uri()], "message": message},
-    )
-    assert status == 201, made
-    return made
 
 
 OUTSIDER = """
@@ -119,7 +107,7 @@ async def watched(connect, server: ServerProcess, token: str, chat: str):
 async def test_a_session_is_run_by_one_node_and_driven_from_the_other(nodes, connect, workdir):
     a, b = nodes["node-a"], nodes["node-b"]
     member = person(a, "member")
-    made = made_on(a, member, workdir, "first")
+    made = session_over_rest(a, member, workdir, "first")
     # Made where it was asked (no node runs any session yet), and named so in the database
     # every node reads: the REST API of either says where it runs.
     assert detail(a, member, made["uri"])["node"] == "node-a"
@@ -148,7 +136,7 @@ async def test_a_session_is_run_by_one_node_and_driven_from_the_other(nodes, con
     )
 
     # A new session goes to the node running fewer: the other one now, wherever it is asked.
-    second = made_on(a, member, workdir, "elsewhere")
+    second = session_over_rest(a, member, workdir, "elsewhere")
     assert detail(a, member, second["uri"])["node"] == "node-b"
     watcher_b, state = await watched(connect, b, member, second["chat"])
     if state.get("activeTurn"):
@@ -165,7 +153,7 @@ async def test_a_client_of_either_node_watches_and_drives_a_session_the_other_ru
     nodes, connect, workdir
 ):
     member = person(nodes["node-a"], "member")
-    made = made_on(nodes["node-a"], member, workdir, "first")
+    made = session_over_rest(nodes["node-a"], member, workdir, "first")
     holder_id = detail(nodes["node-a"], member, made["uri"])["node"]
     other_id = next(k for k in nodes if k != holder_id)
     chat = made["chat"]
@@ -263,7 +251,7 @@ async def test_every_node_lists_every_session_and_says_each_change(nodes, connec
     for node_id, server in nodes.items():
         watchers[node_id] = await connect(server.url, token=member)
         await watchers[node_id].initialize()
-    made = made_on(nodes["node-b"], member, workdir, "listed")
+    made = session_over_rest(nodes["node-b"], member, workdir, "listed")
     for watcher in watchers.values():
         added = await watcher.wait_for(told_of(watcher, "root/sessionAdded", made["uri"]), 30)
         assert added["summary"]["resource"] == made["uri"]
@@ -332,7 +320,7 @@ async def test_root_config_set_on_one_node_is_seen_on_every_node(nodes, connect)
 async def test_a_killed_nodes_session_is_taken_over_at_its_next_use(nodes, connect, workdir):
     a = nodes["node-a"]
     member = person(a, "member")
-    made = made_on(a, member, workdir, "before")
+    made = session_over_rest(a, member, workdir, "before")
     holder_id = detail(a, member, made["uri"])["node"]
     holder = nodes[holder_id]
     survivor_id, survivor = next((k, v) for k, v in nodes.items() if k != holder_id)

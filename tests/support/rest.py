@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import urllib.error
 import urllib.request
+from pathlib import Path
 from typing import Any
 
 from tests.support.server import TOKEN, ServerProcess
@@ -26,3 +27,17 @@ def call(
             return response.status, json.loads(text) if text else None
     except urllib.error.HTTPError as error:
         return error.code, json.loads(error.read() or b"null")
+
+
+def session_over_rest(server: ServerProcess, token: str, folder: Path, message: str) -> Any:
+    """A session of agent `local` made over REST in `folder`, its first message sent: the 201
+    answer (uri, chat, turnId)."""
+    status, made = call(
+        server,
+        "POST",
+        "sessions/",
+        token,
+        {"provider": "local", "workingDirectories": [folder.as_uri()], "message": message},
+    )
+    assert status == 201, made
+    return made
