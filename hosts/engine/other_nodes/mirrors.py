@@ -23,6 +23,7 @@ from typing import Any
 
 import orjson
 
+from ...protocol.errors import ProtocolError
 from ..channel import Channel
 from ..connection import Connection
 from ..fanout import Fanout
@@ -68,10 +69,6 @@ class Mirrors:
         self.inbox = inbox
         self._by_uri: dict[str, Mirror] = {}
         self._opening: dict[str, asyncio.Future[None]] = {}
-        self.applied = 0
-
-    def __contains__(self, uri: str) -> bool:
-        return uri in self._by_uri
 
     def node_of(self, uri: str) -> Elsewhere | None:
         mirror = self._by_uri.get(uri)
@@ -84,13 +81,21 @@ class Mirrors:
     async def open(self, uri: str, node: Elsewhere, principal: Principal) -> None:
         """Mirror `uri` here, seeded by `node` (asked as `principal`, who must be let watch
         it there); at once where it is mirrored already."""
-        if (mirror := self._by_uri.get(uri)) is not None and mirror.channel is not None:
-            return
-        opening = self._opening.get(uri)
-        if opening is None:
-            opening = self._opening[uri] = asyncio.ensure_future(self._open(uri, node, principal))
-            opening.add_done_callback(lambda _: self._opening.pop(uri, None))
-        await asyncio.shield(opening)
+        while True:
+            if (mirror := self._by_uri.get(uri)) is not None and mirror.channel is not None:
+                return
+            opening = self._opening.get(uri)
+            if opening is None:
+                opening = self._opening[uri] = asyncio.ensure_future(
+                    self._open(uri, node, principal)
+                )
+                opening.add_done_callback(lambda _: self._opening.pop(uri, None))
+                await asyncio.shield(opening)
+                return
+            try:
+                await asyncio.shield(opening)
+            except ProtocolError:
+                continue  # refused to whoever opened it: asked again, as this principal
 
     async def _open(self, uri: str, node: Elsewhere, principal: Principal) -> None:
         assert self._relay is not None, "a node mirrors over its relay"
@@ -138,7 +143,6 @@ class Mirrors:
             return  # in the seed already
         mirror.after = seq
         assert mirror.channel is not None
-        self.applied += 1
         self._fanout.emit(
             mirror.channel,
             envelope["action"],
