@@ -29,7 +29,7 @@ from ..backends.base import Agent, McpServerSpec
 from ..backends.config import build_agents, load_agents, load_mcp_servers
 from ..backends.sandbox import SandboxSettings, decide
 from ..engine.host import Host, HostSettings
-from ..engine.other_nodes import feeds, sessions_elsewhere
+from ..engine.other_nodes import feeds, messages, sessions_elsewhere
 from ..engine.placement import NODES_GROUP, ROOT_CONFIG, engine_channel
 from ..engine.router import Router
 from ..engine.telemetry import TelemetrySettings
@@ -43,6 +43,7 @@ log = logging.getLogger("ahpd.runtime")
 OTHER_NODES_SAY = frozenset(
     (
         ROOT_CONFIG,
+        messages.CLIENT,
         sessions_elsewhere.SESSION,
         sessions_elsewhere.HELLO,
         sessions_elsewhere.ROWS,

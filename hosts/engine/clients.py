@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..protocol.versions import Version
+from ..protocol.versions import Version, VersionFormatError, parse_version
 from .connection import Connection
 
 
@@ -20,6 +21,9 @@ class ClientRecord:
     client_name: str | None = None
     connections: int = 0
     gone_since: float | None = None
+    #: Met by another node of the host (told so): a reconnect here is sent its channels'
+    #: snapshots, that node's serverSeq meaning nothing here.
+    met_elsewhere: bool = False
 
 
 class Clients:
@@ -27,6 +31,8 @@ class Clients:
         #: A record is forgotten once its client has been gone this long.
         self._ttl_s = ttl_s
         self._records: dict[str, ClientRecord] = {}
+        #: Told of each client a handshake introduced here (the other nodes are told).
+        self.on_met: Callable[[ClientRecord], None] | None = None
 
     def get(self, client_id: str) -> ClientRecord | None:
         """The client's record, unless its client has been gone past the time it is kept."""
@@ -70,6 +76,32 @@ class Clients:
         record.client_name = conn.client_name
         record.connections += 1
         record.gone_since = None
+        record.met_elsewhere = False
+        if self.on_met is not None:
+            self.on_met(record)
+
+    def met_elsewhere(
+        self, client_id: str, version_text: str, principal: str, client_name: str | None
+    ) -> None:
+        """Another node of the host met the client: kept here as one gone, for the time a
+        record is kept, so that it may reconnect here (its node gone, or a proxy's choice);
+        a client this node holds a connection of is left as it is."""
+        record = self._records.get(client_id)
+        if record is not None and record.connections:
+            return
+        try:
+            version = parse_version(version_text)
+        except VersionFormatError:
+            return
+        self._records[client_id] = ClientRecord(
+            client_id,
+            version_text,
+            version,
+            principal,
+            client_name,
+            gone_since=time.monotonic(),
+            met_elsewhere=True,
+        )
 
     def gone(self, conn: Connection) -> None:
         """One of the client's connections closed: its record's clock starts at the last."""

@@ -317,6 +317,58 @@ async def test_root_config_set_on_one_node_is_seen_on_every_node(nodes, connect)
         assert root["config"]["values"]["x-nodes"] == mark["x-nodes"]
 
 
+async def reconnected(connect, server: ServerProcess, token: str, client_id: str, params: dict):
+    """A reconnect to `server` of a client another node met, once it has been told of it."""
+    deadline = time.monotonic() + 10
+    while True:
+        again = await connect(server.url, token=token, client_id=client_id)
+        try:
+            return await again.request("reconnect", {"clientId": client_id, **params})
+        except RpcError as error:
+            if error.code != -32008 or time.monotonic() > deadline:
+                raise
+        await again.close()
+        await asyncio.sleep(0.1)
+
+
+async def test_a_client_of_one_node_reconnects_to_another_and_is_sent_snapshots(
+    nodes, connect, workdir
+):
+    member = person(nodes["node-a"], "member")
+    made = session_over_rest(nodes["node-a"], member, workdir, "before")
+    chat = made["chat"]
+    for versions, first_node, next_node in (
+        (["1.0.0"], "node-a", "node-b"),
+        (["1.1.0"], "node-b", "node-a"),
+    ):
+        first = await connect(nodes[first_node].url, token=member)
+        await first.initialize(versions, subscriptions=["ahp-root://", chat])
+        seen = max([first.last_seq, *(e["serverSeq"] for e in first.actions)])
+        await first.close()
+        if versions == ["1.0.0"]:
+            params = {
+                "channel": "ahp-root://",
+                "lastSeenServerSeq": seen,
+                "subscriptions": ["ahp-root://", chat],
+            }
+            result = await reconnected(connect, nodes[next_node], member, first.client_id, params)
+            # Its serverSeq was the other node's: the snapshots, never a replay.
+            assert result["type"] == "snapshot"
+            states = {s["resource"]: s["state"] for s in result["snapshots"]}
+        else:
+            params = {
+                "channel": "ahp-root://",
+                "subscriptions": [
+                    {"channel": "ahp-root://", "lastSeenServerSeq": seen},
+                    {"channel": chat, "lastSeenServerSeq": seen},
+                ],
+            }
+            result = await reconnected(connect, nodes[next_node], member, first.client_id, params)
+            assert [r["kind"] for r in result["channels"]] == ["snapshot", "snapshot"]
+            states = {r["channel"]: r["snapshot"]["state"] for r in result["channels"]}
+        assert [t["message"]["text"] for t in states[chat]["turns"]][:1] == ["before"]
+
+
 async def test_a_killed_nodes_session_is_taken_over_at_its_next_use(nodes, connect, workdir):
     a = nodes["node-a"]
     member = person(a, "member")

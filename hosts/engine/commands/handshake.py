@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import orjson
@@ -213,6 +214,8 @@ async def reconnect(host: Host, conn: Connection, params: dict[str, Any]) -> dic
     )
     if record is None:
         raise ProtocolError(ErrorCode.NOT_FOUND, f"Reconnect client not found: {client_id}")
+    # A client another node met counted that node's serverSeq: sent snapshots, never replays.
+    replayable = not record.met_elsewhere
     # The connection is held to the version the client agreed at initialize.
     if not conn.ready:
         conn.client_id = client_id
@@ -236,14 +239,22 @@ async def reconnect(host: Host, conn: Connection, params: dict[str, Any]) -> dic
     # answer holds and what the connection is sent live.
     if request.cursors is None:
         assert request.last_seen is not None
-        result = _recover_connection(host, conn, request.last_seen, found, missing)
+        result = _recover_connection(
+            host, conn, request.last_seen, found, missing, replayable=replayable
+        )
     else:
-        result = {"channels": _recover_channels(host, conn, request.cursors, found)}
+        cursors = request.cursors if replayable else _no_baseline(request.cursors)
+        result = {"channels": _recover_channels(host, conn, cursors, found)}
     for channel in found:
         host.fanout.subscribe(conn, channel)
     # A client that comes back without asking for a session it was in has left it.
     host.presence.kept_only(client_id, found)
     return result
+
+
+def _no_baseline(cursors: tuple[ReplayCursor, ...]) -> tuple[ReplayCursor, ...]:
+    """Cursors another node's serverSeqs wrote: each taken as no baseline (a snapshot)."""
+    return tuple(replace(cursor, last_seen=0) for cursor in cursors)
 
 
 def _told(host: Host, conn: Connection, entry: Entry) -> orjson.Fragment:
@@ -263,11 +274,19 @@ def _worth_replaying(host: Host, entries: list[Entry], channels: list[Channel]) 
 
 
 def _recover_connection(
-    host: Host, conn: Connection, last_seen: int, found: list[Channel], missing: list[str]
+    host: Host,
+    conn: Connection,
+    last_seen: int,
+    found: list[Channel],
+    missing: list[str],
+    *,
+    replayable: bool = True,
 ) -> dict[str, Any]:
     """AHP 1.0.0's answer: everything after one watermark, or every channel's snapshot."""
-    if host.fanout.ring.covers(last_seen, host.fanout.server_seq) and not any(
-        host.fanout.replaced_since(channel.uri, last_seen) for channel in found
+    if (
+        replayable
+        and host.fanout.ring.covers(last_seen, host.fanout.server_seq)
+        and not any(host.fanout.replaced_since(channel.uri, last_seen) for channel in found)
     ):
         watched = {channel.uri for channel in found}
         entries = [

@@ -14,6 +14,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from .. import access
+from ..clients import ClientRecord
 from ..placement import ROOT_CONFIG, engine_channel
 from . import sessions_elsewhere
 from .mirrors import Owner
@@ -25,6 +26,8 @@ log = logging.getLogger("ahpd.nodes")
 
 #: A client whose watched session moved to another node (its node gone) reconnects.
 SERVICE_RESTART = 1012
+#: What a node tells the others of a client it met (a handshake): it may reconnect to them.
+CLIENT = "nodes.client"
 
 
 class OtherNodes:
@@ -38,6 +41,7 @@ class OtherNodes:
         self._rows_awaited: dict[str, asyncio.Future[None]] = {}
         if self._node_id:
             host.sessions.on_root_said = self._root_said
+            host.clients.on_met = self._client_met
 
     def tell(self, message: dict[str, Any]) -> None:
         """Tell every other node `message`, after whatever this node told them before it."""
@@ -60,6 +64,17 @@ class OtherNodes:
     def _root_said(self, method: str, record: access.Owned, params: dict[str, Any]) -> None:
         owned = Owner(record.uri, record.owner, record.scope)
         self.tell(sessions_elsewhere.told(self._node_id, method, params, owned))
+
+    def _client_met(self, record: ClientRecord) -> None:
+        self.tell(
+            {
+                "type": CLIENT,
+                "clientId": record.client_id,
+                "version": record.version_text,
+                "principal": record.principal,
+                "name": record.client_name,
+            }
+        )
 
     async def meet(self, timeout_s: float = 5.0) -> None:
         """As this node starts: ask the other live nodes for their sessions' rows, and wait
@@ -97,6 +112,13 @@ class OtherNodes:
             await host.relay.send(
                 engine_channel(node),
                 {"type": sessions_elsewhere.ROWS, "node": self._node_id, "rows": rows},
+            )
+        elif kind == CLIENT:
+            host.clients.met_elsewhere(
+                str(message["clientId"]),
+                str(message["version"]),
+                str(message["principal"]),
+                message.get("name"),
             )
         elif kind == sessions_elsewhere.ROWS:
             host.sessions.rows_elsewhere(node, message["rows"])
