@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import PurePath
+from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from django.db.models import Count, Q, QuerySet
 from django.db.models.functions import Now
@@ -56,10 +58,45 @@ def let_go_gone_here(machine: str) -> None:
 
 
 def take_free(node_id: str, machine: str) -> int:
-    """Take every session no live node runs (a node starting): how many it runs now."""
+    """Take every session no live node runs that this node may run (a node starting): how
+    many it runs now."""
     let_go_gone_here(machine)
-    StoredSession.objects.filter(_free_for(node_id)).exclude(node=node_id).update(node=node_id)
+    serving = _serving()
+    free = StoredSession.objects.filter(_free_for(node_id)).exclude(node=node_id)
+    takeable = [
+        uri
+        for uri, folders in free.values_list("uri", "working_directories")
+        if _runs_here(node_id, folders, serving)
+    ]
+    for start in range(0, len(takeable), 500):
+        chunk = takeable[start : start + 500]
+        StoredSession.objects.filter(_free_for(node_id), uri__in=chunk).update(node=node_id)
     return StoredSession.objects.filter(node=node_id).count()
+
+
+def _serving() -> dict[str, tuple[list[str], str]]:
+    """Each live node's folders and address, by id."""
+    rows = Node.objects.filter(lease_until__gte=Now()).order_by("node_id")
+    return {
+        str(node_id): (list(folders), str(address))
+        for node_id, folders, address in rows.values_list("node_id", "folders", "address")
+    }
+
+
+def _first_folder(folders: Any) -> str | None:
+    if isinstance(folders, list) and folders and isinstance(folders[0], str):
+        parts = urlsplit(folders[0])
+        return unquote(parts.path) if parts.scheme == "file" else folders[0]
+    return None
+
+
+def _runs_here(node_id: str, folders: Any, serving: dict[str, tuple[list[str], str]]) -> bool:
+    """Whether `node_id` may take a session working in `folders`: it serves the first of
+    them, or no live node does (a session is never left with nowhere to run)."""
+    first = _first_folder(folders)
+    if first is None or _serves(serving.get(node_id, ([], ""))[0], first):
+        return True
+    return not any(_serves(served, first) for served, _ in serving.values())
 
 
 def session_of(uri: str) -> str | None:
@@ -74,12 +111,21 @@ def session_of(uri: str) -> str | None:
 
 
 def take(session: str, node_id: str, machine: str) -> Holder | None:
-    """Take `session` for `node_id` where no live node runs it (None: it is `node_id`'s now);
-    the live node that runs it otherwise."""
+    """Take `session` for `node_id` where no live node runs it and this node may run it
+    (None: it is `node_id`'s now); the live node that runs it otherwise, or, where this node
+    does not serve its folder, a live node that does (which takes it at its first use)."""
     rows = StoredSession.objects.filter(uri=session)
-    if rows.filter(_free_for(node_id)).update(node=node_id):
-        return None
-    let_go_gone_here(machine)
+    if not rows.filter(node=node_id).exists():
+        let_go_gone_here(machine)
+    folders = rows.values_list("working_directories", flat=True).first()
+    serving = _serving()
+    if not _runs_here(node_id, folders, serving) and not rows.filter(node=node_id).exists():
+        runner = rows.filter(node__in=_live_ids()).values_list("node", flat=True).first()
+        if runner is None:
+            # A live node serving its folder runs it, taking it at its first use there.
+            first = _first_folder(folders)
+            runner = next(n for n, (served, _) in serving.items() if _serves(served, first or ""))
+        return Holder(str(runner), serving.get(str(runner), ([], ""))[1])
     if rows.filter(_free_for(node_id)).update(node=node_id):
         return None
     holder = rows.values_list("node", flat=True).first()

@@ -81,6 +81,7 @@ def test_a_node_gone_on_this_machine_is_let_go_at_once_but_not_one_counting_othe
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     here = socket.gethostname()
+    node("me", machine=here)
     node("killed", machine=here, pid=dead.pid)
     node("elsewhere", machine=here, pid=dead.pid, pid_space="pid:[1]")
     session("ahp-session:/killeds", held_by="killed")
@@ -115,6 +116,26 @@ def test_nodes_racing_for_one_session_one_wins():
         won = list(pool.map(race, [f"n{n}" for n in range(racers)]))
     assert won.count(True) == 1
     assert StoredSession.objects.get().node == f"n{won.index(True)}"
+
+
+@pytest.mark.django_db
+def test_a_session_is_taken_over_by_a_node_serving_its_folder():
+    node("a", folders=("/srv/work",))
+    node("b", folders=("/srv/other",))
+    session("ahp-session:/works", held_by="gone", folder="/srv/work/app")
+    session("ahp-session:/nowhere", held_by="gone", folder="/opt/nobody")
+    # b serves no folder of it: a does, and takes it at its first use there.
+    holder = take("ahp-session:/works", "b", "machine-b")
+    assert holder is not None and holder.node_id == "a"
+    assert StoredSession.objects.get(uri="ahp-session:/works").node == "gone"
+    assert take("ahp-session:/works", "a", "machine-a") is None
+    # One no live node serves is taken by whichever uses it: never left nowhere to run.
+    assert take("ahp-session:/nowhere", "b", "machine-b") is None
+    # A node starting takes only what it may run.
+    session("ahp-session:/other", held_by="gone", folder="/srv/other/x")
+    session("ahp-session:/work-2", held_by="gone", folder="/srv/work/y")
+    assert take_free("b", "machine-b") == 2
+    assert sorted(held("b")) == ["ahp-session:/nowhere", "ahp-session:/other"]
 
 
 @pytest.mark.django_db
