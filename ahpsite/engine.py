@@ -16,6 +16,7 @@ from hosts.edge.runtime import (
     configured_agents,
     configured_mcp_servers,
     host_settings,
+    shared_layer,
     this_node,
 )
 from hosts.engine.automations import Automations
@@ -31,9 +32,10 @@ def build_engine() -> Host:
     """The process's host, made and not started: runtime.get_router starts it, then its
     automations."""
     layer = get_channel_layer()
-    # A node of a host of several (`serve`) runs the sessions the database gives it; a
-    # process with no server loop runs every session it keeps.
-    node_id, machine = this_node() or ("", "")
+    # A node of a host of several (`serve`, with a channel layer the nodes share) runs the
+    # sessions the database gives it; one alone (the embedded default's in-memory layer
+    # reaches no other process) or a process with no server loop runs every session it keeps.
+    node_id, machine = (this_node() if shared_layer() else None) or ("", "")
     host = Host(
         DjangoStore(node_id, machine),
         host_settings(),

@@ -24,6 +24,7 @@ from django.conf import settings
 
 from ..store.engine_database import db_call
 from ..store.nodes import NodeFacts, NodeHeld, claim, release, renew
+from ..store.session_nodes import others
 from .control import WILDCARDS, pid_space
 
 log = logging.getLogger("ahpd.nodes")
@@ -39,6 +40,7 @@ RETRY_SECONDS = 1.0
 _claim = db_call(claim)
 _renew = db_call(renew)
 _release = db_call(release)
+_others = db_call(others)
 
 
 def node_address(bound_host: str, bound_port: int) -> str:
@@ -87,6 +89,10 @@ class NodeLease:
                     log.warning("%s; waiting for its lease to lapse", held)
                     said = True
             await asyncio.sleep(RETRY_SECONDS)
+
+    async def others(self) -> list[str]:
+        """The other live nodes of the host, by id."""
+        return await _others(self.facts.node_id)
 
     async def serve(self, bound_host: str, bound_port: int) -> None:
         """Tell the others where this node listens (renewed now), and renew the claim from now

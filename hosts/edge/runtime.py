@@ -21,7 +21,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from channels.layers import get_channel_layer
+from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.conf import settings
 from django.utils.module_loading import import_string
 
@@ -163,6 +163,13 @@ def serve_as_node(node_id: str, machine: str) -> None:
     the calls other processes send it by name as well as the host's."""
     global _node
     _node = (node_id, machine)
+
+
+def shared_layer() -> bool:
+    """Whether this process's channel layer reaches other processes (Redis), as the nodes of
+    a host of several must share one; the embedded default's lives in this process alone."""
+    layer = get_channel_layer()
+    return layer is not None and not isinstance(layer, InMemoryChannelLayer)
 
 
 def this_node() -> tuple[str, str] | None:

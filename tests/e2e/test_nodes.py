@@ -117,6 +117,27 @@ def test_a_second_live_process_with_the_same_node_id_is_refused_naming_the_holde
 
 
 @on_postgres
+def test_a_node_with_no_channel_layer_reaching_the_others_is_refused(server):
+    """Nodes share sessions over Redis: one started on their database with the in-memory layer
+    (no REDIS_URL) could reach none of them, and would run their sessions beside them."""
+    alone = beside(server, AHPD_NODE_ID="node-alone", REDIS_URL="")
+    done = subprocess.run(
+        [sys.executable, "manage.py", "serve"],
+        cwd=REPO,
+        env=alone.env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode != 0
+    assert f"nodes {NODE} serve this database already" in done.stderr
+    assert "set REDIS_URL as they have" in done.stderr
+    # It left no row behind, and the node serving is untouched.
+    assert [node["id"] for node in nodes(server)] == [NODE]
+    alone.close()
+
+
+@on_postgres
 def test_nodes_on_one_database_are_listed_together_and_a_killed_one_lapses(server):
     other = beside(server, SHORT_LEASE_SECONDS, AHPD_NODE_ID="node-b").start()
     try:

@@ -61,7 +61,13 @@ class Command(BaseCommand):
         from twisted.internet.defer import Deferred
 
         from hosts.edge.node_lease import NodeLease
-        from hosts.edge.runtime import get_host, host_settings, serve_as_node, shutdown
+        from hosts.edge.runtime import (
+            get_host,
+            host_settings,
+            serve_as_node,
+            shared_layer,
+            shutdown,
+        )
         from hosts.store.nodes import NodeHeld
 
         # ASGI_APPLICATION (ahpsite/asgi.py): the project's, which hosts does not import.
@@ -77,6 +83,17 @@ class Command(BaseCommand):
             raise EnvError(str(exc)) from None
         except DatabaseError as exc:
             raise EnvError(f"the store could not be read: {exc}") from None
+        if not shared_layer():
+            # The nodes of a host reach one another over a channel layer they share: one
+            # alone in its process's memory reaches none.
+            live = reactor_loop().run_until_complete(node.others())
+            if live:
+                reactor_loop().run_until_complete(node.stop())
+                raise EnvError(
+                    f"nodes {', '.join(live)} serve this database already, and this process "
+                    "has no channel layer reaching them: set REDIS_URL as they have (several "
+                    "nodes share sessions over it)"
+                )
         serve_as_node(node.facts.node_id, node.facts.machine)
         # The engine reads the store (root config and every session it runs) on the loop
         # daphne will run, before the port opens: a client that connects once "serving" is
