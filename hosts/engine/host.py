@@ -215,7 +215,16 @@ class Host:
         self.mirrors = Mirrors(self.fanout, relay, engine_channel(self.placement.node_id))
         self.fanout.on_left(self.mirrors.left)
         #: What this node tells the other nodes of the host, and hears from them.
-        self.nodes = OtherNodes(self)
+        self.nodes = OtherNodes(
+            self.placement,
+            relay,
+            self.sessions,
+            self.clients,
+            self.mirrors,
+            self.feeds,
+            self.fanout,
+            self.root_config_said_elsewhere,
+        )
         #: The automations catalogue (automations.Automations, which imports this module),
         #: where a store for them was given; None otherwise.
         self.automations: Any = None

@@ -13,6 +13,7 @@ from channels.layers import get_channel_layer
 from hosts.edge import runtime
 from hosts.edge.relay import LayerRelay
 from hosts.engine.host import Host, HostSettings
+from hosts.engine.placement import Elsewhere, Found
 from hosts.engine.ports import MemoryStore
 from hosts.engine.principal import Principal
 from hosts.engine.services.calls import perform
@@ -23,16 +24,24 @@ GUEST = Principal("user:gus", ("session:read",))
 
 
 class ElsewhereFor:
-    """Every session (and every new one) is held by the engine reading `engine`."""
+    """Every session (and every new one) is run by the node whose engine reads `engine`."""
+
+    node_id = "asker"
 
     def __init__(self, engine: str) -> None:
         self.engine = engine
 
-    def holder(self, uri: str) -> str | None:
-        return self.engine
+    async def find(self, uri: str) -> Found:
+        return Found(uri, Elsewhere("holder", self.engine, ""))
 
-    def place_new(self) -> str | None:
-        return self.engine
+    async def place_new(self, folder: str | None) -> Elsewhere | None:
+        return Elsewhere("holder", self.engine, "")
+
+    async def held(self) -> set[str]:
+        return set()
+
+    async def others(self) -> list[str]:
+        return ["holder"]
 
 
 @pytest.fixture
@@ -77,6 +86,6 @@ async def test_a_refusal_comes_back_in_the_holders_words(engines):
 async def test_a_call_with_no_relay_to_the_holder_is_an_error_not_a_silent_success():
     asker = Host(MemoryStore(), HostSettings(), placement=ElsewhereFor("ahpd.engine.gone"))
     await asker.start()
-    with pytest.raises(RuntimeError, match="held by engine ahpd.engine.gone"):
+    with pytest.raises(RuntimeError, match="ahp-session:/x is run by holder"):
         await perform(asker, "dispose_session", ADMIN, uri="ahp-session:/x")
     await asker.stop()

@@ -11,16 +11,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 from .. import access
-from ..clients import ClientRecord
-from ..placement import ROOT_CONFIG, engine_channel
+from ..clients import ClientRecord, Clients
+from ..fanout import Fanout
+from ..placement import ROOT_CONFIG, Placement, Relay, engine_channel
+from ..sessions.session_table import Sessions
 from . import sessions_elsewhere
-from .mirrors import Owner
-
-if TYPE_CHECKING:
-    from ..host import Host
+from .feeds import Feeds
+from .mirrors import Mirrors, Owner
 
 log = logging.getLogger("ahpd.nodes")
 
@@ -31,28 +32,46 @@ CLIENT = "nodes.client"
 
 
 class OtherNodes:
-    def __init__(self, host: Host) -> None:
-        self._host = host
-        self._node_id = host.placement.node_id
+    def __init__(
+        self,
+        placement: Placement,
+        relay: Relay | None,
+        sessions: Sessions,
+        clients: Clients,
+        mirrors: Mirrors,
+        feeds: Feeds,
+        fanout: Fanout,
+        root_config_said: Callable[[dict[str, Any]], None],
+    ) -> None:
+        self._placement = placement
+        self._relay = relay
+        self._sessions = sessions
+        self._clients = clients
+        self._mirrors = mirrors
+        self._feeds = feeds
+        self._fanout = fanout
+        #: Says a root config push another node kept (Host.root_config_said_elsewhere).
+        self._root_config_said = root_config_said
+        self._node_id = placement.node_id
         #: What this node tells the others, in order, and the task that sends it.
         self._to_nodes: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self._telling: asyncio.Task[None] | None = None
         #: The other nodes whose rows a start waits for (meet).
         self._rows_awaited: dict[str, asyncio.Future[None]] = {}
         if self._node_id:
-            host.sessions.on_root_said = self._root_said
-            host.clients.on_met = self._client_met
+            sessions.on_root_said = self._root_said
+            clients.on_met = self._client_met
 
     def tell(self, message: dict[str, Any]) -> None:
         """Tell every other node `message`, after whatever this node told them before it."""
-        if self._host.relay is None or not self._node_id:
+        if self._relay is None or not self._node_id:
             return
         self._to_nodes.put_nowait({**message, "node": self._node_id})
         if self._telling is None:
             self._telling = asyncio.get_running_loop().create_task(self._tell_loop())
 
     async def _tell_loop(self) -> None:
-        relay = self._host.relay
+        relay = self._relay
         assert relay is not None
         while True:
             message = await self._to_nodes.get()
@@ -80,8 +99,8 @@ class OtherNodes:
         """As this node starts: ask the other live nodes for their sessions' rows, and wait
         (at most `timeout_s`) until each answered, so a client's first listing here lists
         every session of the host."""
-        others = await self._host.placement.others()
-        if not others or self._host.relay is None:
+        others = await self._placement.others()
+        if not others or self._relay is None:
             return
         loop = asyncio.get_running_loop()
         self._rows_awaited = {node: loop.create_future() for node in others}
@@ -96,32 +115,31 @@ class OtherNodes:
     async def heard(self, message: dict[str, Any]) -> None:
         """What another node of the host told this one (through the nodes' group, or to this
         node alone)."""
-        host = self._host
         node, kind = str(message.get("node")), message.get("type")
         if node == self._node_id:
             return
         if kind == ROOT_CONFIG:
-            host.root_config_said_elsewhere(message["action"])
+            self._root_config_said(message["action"])
         elif kind == sessions_elsewhere.SESSION:
             owned = sessions_elsewhere.owner_of(message["owned"])
-            host.sessions.said_elsewhere(node, message["method"], message["params"], owned)
+            self._sessions.said_elsewhere(node, message["method"], message["params"], owned)
             if message["method"] == "root/sessionRemoved":
-                host.mirrors.session_gone(owned.uri)
-        elif kind == sessions_elsewhere.HELLO and host.relay is not None:
-            rows = host.sessions.own_rows()
-            await host.relay.send(
+                self._mirrors.session_gone(owned.uri)
+        elif kind == sessions_elsewhere.HELLO and self._relay is not None:
+            rows = self._sessions.own_rows()
+            await self._relay.send(
                 engine_channel(node),
                 {"type": sessions_elsewhere.ROWS, "node": self._node_id, "rows": rows},
             )
         elif kind == CLIENT:
-            host.clients.met_elsewhere(
+            self._clients.met_elsewhere(
                 str(message["clientId"]),
                 str(message["version"]),
                 str(message["principal"]),
                 message.get("name"),
             )
         elif kind == sessions_elsewhere.ROWS:
-            host.sessions.rows_elsewhere(node, message["rows"])
+            self._sessions.rows_elsewhere(node, message["rows"])
             waited = self._rows_awaited.get(node)
             if waited is not None and not waited.done():
                 waited.set_result(None)
@@ -129,23 +147,21 @@ class OtherNodes:
     async def check_feeders(self) -> None:
         """Close the mirrors fed by nodes that are gone (killed, their lease lapsed), and stop
         feeding those: told at each renewal of this node's lease."""
-        host = self._host
-        fed_by = host.mirrors.nodes()
-        if not fed_by and not host.feeds.watched_by():
+        fed_by = self._mirrors.nodes()
+        if not fed_by and not self._feeds.watched_by():
             return
-        live = set(await host.placement.others())
+        live = set(await self._placement.others())
         for node in fed_by - live:
             await self.feeder_lost(node)
-        host.feeds.keep_only({engine_channel(node) for node in live})
+        self._feeds.keep_only({engine_channel(node) for node in live})
 
     async def feeder_lost(self, node: str) -> None:
         """A node stopped feeding this one: the clients that watched its channels here are
         closed (1012, service restart), and reconnect to what runs the sessions now."""
-        fanout = self._host.fanout
-        for conn in self._host.mirrors.lost(node):
+        for conn in self._mirrors.lost(node):
             if conn.closed:
                 continue
-            fanout.disconnect(conn)
+            self._fanout.disconnect(conn)
             await conn.transport.close(
                 SERVICE_RESTART, f"node {node}, which ran a session watched here, is gone"
             )

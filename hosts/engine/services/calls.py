@@ -72,7 +72,9 @@ async def perform(
         )
         if elsewhere is not None:
             if host.relay is None:
-                raise RuntimeError(f"{uri or 'a new session'} is run by {elsewhere.node_id}")
+                raise RuntimeError(
+                    f"{uri or 'a new session'} is run by {elsewhere.node_id}: no relay reaches it"
+                )
             return await host.relay.call(elsewhere.channel, name, principal, args)
     if isinstance(uri, str):
         await host.sessions.wake_session(uri)
