@@ -62,20 +62,21 @@ async def perform(
     written. A call another node carried here (`relayed`) runs here."""
     service = SERVICES[name]
     uri = args.get(service.routed_by) if service.routed_by else None
-    if not relayed:
-        elsewhere = (
-            await host.elsewhere(uri)
-            if isinstance(uri, str)
-            else await host.placement.place_new(_first_folder(args))
-            if name == "create_session"
-            else None
-        )
-        if elsewhere is not None:
-            if host.relay is None:
-                raise RuntimeError(
-                    f"{uri or 'a new session'} is run by {elsewhere.node_id}: no relay reaches it"
-                )
-            return await host.relay.call(elsewhere.channel, name, principal, args)
+    # A session no live node runs is taken here first (a relayed call's too: the node that
+    # carried it read the database a moment ago, and it is never carried on again).
+    elsewhere = (
+        await host.elsewhere(uri)
+        if isinstance(uri, str)
+        else await host.placement.place_new(_first_folder(args))
+        if name == "create_session" and not relayed
+        else None
+    )
+    if elsewhere is not None and not relayed:
+        if host.relay is None:
+            raise RuntimeError(
+                f"{uri or 'a new session'} is run by {elsewhere.node_id}: no relay reaches it"
+            )
+        return await host.relay.call(elsewhere.channel, name, principal, args)
     if isinstance(uri, str):
         await host.sessions.wake_session(uri)
     # Where the call came in (the REST API, the admin, a task), for the audit trail: said by
