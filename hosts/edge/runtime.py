@@ -44,6 +44,7 @@ OTHER_NODES_SAY = frozenset(
     (
         ROOT_CONFIG,
         messages.CLIENT,
+        messages.ACTIVE,
         sessions_elsewhere.SESSION,
         sessions_elsewhere.HELLO,
         sessions_elsewhere.ROWS,

@@ -183,6 +183,17 @@ async def test_a_client_of_either_node_watches_and_drives_a_session_the_other_ru
         ]
 
     assert of_turn(far) == of_turn(near)
+
+    # Root state's count of sessions running a turn is the host's, on either node.
+    def counts(client) -> list[int]:
+        return [
+            e["action"]["activeSessions"]
+            for e in client.actions
+            if e["action"]["type"] == "root/activeSessionsChanged"
+        ]
+
+    for client in (near, far):
+        await client.wait_for(lambda c=client: 1 in counts(c) and counts(c)[-1] == 0)
     assert of_turn(far)[0][2] == {
         "clientId": far.client_id,
         "clientSeq": echo["origin"]["clientSeq"],

@@ -29,6 +29,8 @@ log = logging.getLogger("ahpd.nodes")
 SERVICE_RESTART = 1012
 #: What a node tells the others of a client it met (a handshake): it may reconnect to them.
 CLIENT = "nodes.client"
+#: What a node tells the others as its count of sessions running a turn moves.
+ACTIVE = "nodes.active"
 
 
 class OtherNodes:
@@ -60,6 +62,7 @@ class OtherNodes:
         self._rows_awaited: dict[str, asyncio.Future[None]] = {}
         if self._node_id:
             sessions.on_root_said = self._root_said
+            sessions.on_active_count = self._active_counted
             clients.on_met = self._client_met
 
     def tell(self, message: dict[str, Any]) -> None:
@@ -83,6 +86,9 @@ class OtherNodes:
     def _root_said(self, method: str, record: access.Owned, params: dict[str, Any]) -> None:
         owned = Owner(record.uri, record.owner, record.scope)
         self.tell(sessions_elsewhere.told(self._node_id, method, params, owned))
+
+    def _active_counted(self, count: int) -> None:
+        self.tell({"type": ACTIVE, "count": count})
 
     def _client_met(self, record: ClientRecord) -> None:
         self.tell(
@@ -129,8 +135,15 @@ class OtherNodes:
             rows = self._sessions.own_rows()
             await self._relay.send(
                 engine_channel(node),
-                {"type": sessions_elsewhere.ROWS, "node": self._node_id, "rows": rows},
+                {
+                    "type": sessions_elsewhere.ROWS,
+                    "node": self._node_id,
+                    "rows": rows,
+                    "active": self._sessions.active_here,
+                },
             )
+        elif kind == ACTIVE:
+            self._sessions.active_said_elsewhere(node, int(message["count"]))
         elif kind == CLIENT:
             self._clients.met_elsewhere(
                 str(message["clientId"]),
@@ -140,20 +153,26 @@ class OtherNodes:
             )
         elif kind == sessions_elsewhere.ROWS:
             self._sessions.rows_elsewhere(node, message["rows"])
+            self._sessions.active_said_elsewhere(node, int(message.get("active") or 0))
             waited = self._rows_awaited.get(node)
             if waited is not None and not waited.done():
                 waited.set_result(None)
 
     async def check_feeders(self) -> None:
-        """Close the mirrors fed by nodes that are gone (killed, their lease lapsed), and stop
-        feeding those: told at each renewal of this node's lease."""
+        """Close the mirrors fed by nodes that are gone (killed, their lease lapsed), stop
+        feeding those, and count their turns no more: told at each renewal of this node's
+        lease."""
         fed_by = self._mirrors.nodes()
-        if not fed_by and not self._feeds.watched_by():
+        counted = set(self._sessions.active_elsewhere)
+        if not fed_by and not counted and not self._feeds.watched_by():
             return
         live = set(await self._placement.others())
         for node in fed_by - live:
             await self.feeder_lost(node)
         self._feeds.keep_only({engine_channel(node) for node in live})
+        for node in counted - live:
+            # Its turns ended with it (each is ended as interrupted where it is taken over).
+            self._sessions.active_said_elsewhere(node, None)
 
     async def feeder_lost(self, node: str) -> None:
         """A node stopped feeding this one: the clients that watched its channels here are

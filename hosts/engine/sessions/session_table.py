@@ -70,6 +70,11 @@ class Sessions:
         #: tells those nodes what the root's watchers here are told of this node's sessions.
         self.elsewhere = SessionsElsewhere()
         self.on_root_said: Callable[[str, SessionRecord, dict[str, Any]], None] | None = None
+        #: The sessions running a turn here, as last counted, and on each other node, as it
+        #: said; and who tells the other nodes when this node's count moves.
+        self.active_here = 0
+        self.active_elsewhere: dict[str, int] = {}
+        self.on_active_count: Callable[[int], None] | None = None
 
     # -- lookups --------------------------------------------------------------------------
 
@@ -619,11 +624,26 @@ class Sessions:
         return session
 
     def update_active_count(self) -> None:
-        count = sum(1 for s in self.sessions.values() if s.running)
+        """Say the host's count of sessions running a turn where it moved: this node's, and
+        what each other node of the host last said of its own."""
+        own = sum(1 for s in self.sessions.values() if s.running)
+        if own != self.active_here:
+            self.active_here = own
+            if self.on_active_count is not None:
+                self.on_active_count(own)
+        count = own + sum(self.active_elsewhere.values())
         root = self._root()
         if root.state.get("activeSessions") != count:
             self.fanout.emit(root, {"type": "root/activeSessionsChanged", "activeSessions": count})
         self.on_activity()
+
+    def active_said_elsewhere(self, node: str, count: int | None) -> None:
+        """Another node's count of its sessions running a turn (None: that node is gone)."""
+        if count is None:
+            self.active_elsewhere.pop(node, None)
+        else:
+            self.active_elsewhere[node] = count
+        self.update_active_count()
 
     def _root(self) -> Channel:
         root = self.fanout.channel(ROOT_URI)
