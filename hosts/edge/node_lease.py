@@ -92,7 +92,7 @@ class NodeLease:
 
     async def others(self) -> list[str]:
         """The other live nodes of the host, by id."""
-        return await _others(self.facts.node_id)
+        return await _others(self.facts.node_id, self.facts.machine)
 
     async def serve(self, bound_host: str, bound_port: int) -> None:
         """Tell the others where this node listens (renewed now), and renew the claim from now

@@ -140,8 +140,10 @@ def held(node_id: str) -> list[str]:
     return list(StoredSession.objects.filter(node=node_id).values_list("uri", flat=True))
 
 
-def others(node_id: str) -> list[str]:
-    """The live nodes of the host but `node_id`."""
+def others(node_id: str, machine: str) -> list[str]:
+    """The live nodes of the host but `node_id` (a node on this machine whose process is gone
+    let go first: it is no live node, whatever its lease says)."""
+    let_go_gone_here(machine)
     return [str(n) for n in _live_ids().exclude(node_id=node_id).values_list("node_id", flat=True)]
 
 
@@ -193,4 +195,4 @@ class DjangoSessionNodes:
         return await db_call(held)(self.node_id)
 
     async def others(self) -> list[str]:
-        return await db_call(others)(self.node_id)
+        return await db_call(others)(self.node_id, self.machine)

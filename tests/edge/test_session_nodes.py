@@ -73,7 +73,7 @@ def test_a_session_no_live_node_runs_is_taken_and_one_a_live_node_runs_is_not():
     # A node starting takes every session no live node runs, and only those.
     session("ahp-session:/free-2")
     assert take_free("a", "machine-a") == 2
-    assert others("a") == ["b"]
+    assert others("a", "machine-a") == ["b"]
 
 
 @pytest.mark.django_db
