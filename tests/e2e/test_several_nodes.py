@@ -220,6 +220,37 @@ async def test_a_client_of_either_node_watches_and_drives_a_session_the_other_ru
         )
         assert [t["id"] for t in loaded["action"]["turns"]] == [made["turnId"]]
 
+    # Its annotations are watched and marked from afar too: the mark is made where the session
+    # runs, and both nodes' clients are told it.
+    marks = f"{made['uri']}/annotations"
+    await far.request("subscribe", {"channel": marks})
+    await near.request("subscribe", {"channel": marks})
+    mark = {
+        "id": "m1",
+        "origin": {"session": made["uri"]},
+        "resource": (workdir / "a.txt").as_uri(),
+        "range": {"start": {"line": 1, "character": 0}, "end": {"line": 2, "character": 0}},
+        "resolved": False,
+        "entries": [{"id": "e1", "text": "from afar"}],
+    }
+    set_echo = await far.dispatch_and_wait(marks, {"type": "annotations/set", "annotation": mark})
+    assert "rejectionReason" not in set_echo, set_echo
+    await near.wait_action(
+        lambda e: e["channel"] == marks and e["action"]["type"] == "annotations/set"
+    )
+    for client in (far, near):
+        await client.assert_conforms(marks)
+    # The session's changes (outside git, the trees the host keeps) read the same from
+    # either node.
+    [session_changes] = [
+        c["uriTemplate"] for c in session.get("changesets", []) if c["changeKind"] == "session"
+    ]
+    states = [
+        (await client.request("subscribe", {"channel": session_changes}))["snapshot"]["state"]
+        for client in (far, near)
+    ]
+    assert states[0] == states[1]
+
     # Someone who may not read it is refused it on either node, in the same words.
     guest = outsider(nodes[other_id])
     refusals = []

@@ -26,8 +26,9 @@ from ..principal import Principal
 
 log = logging.getLogger("ahpd.nodes")
 
-#: The kinds of channel another node mirrors: a session's, and its chats'.
-FED_KINDS = ("session", "chat")
+#: The kinds of channel another node mirrors: a session's, its chats', its changesets' and
+#: its annotations' (a terminal's bytes stay with the node whose pty they are).
+FED_KINDS = ("session", "chat", "changeset", "annotations")
 #: What the inbox of a watching node is told.
 FRAMES = "mirror.frames"
 LOST = "mirror.lost"
@@ -115,6 +116,9 @@ class Feeds:
             conn = self._fanout.connect(transport, f"node inbox {inbox}")
             transport.on_failed = lambda: self.drop(inbox)
             conn.principal = conn.admitted_principal = Principal(f"node:{inbox}", ("*:*",))
+            # Named, so that what hears a channel's watchers leave (a changeset's file watcher,
+            # let go once nobody watches) hears this node's mirror go too.
+            conn.client_id = f"node-feed:{inbox}"
             conn.version_text, conn.version = "999.0.0", parse_version("999.0.0")
             self._by_inbox[inbox] = conn
         self._fanout.subscribe(conn, channel)
