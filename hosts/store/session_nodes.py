@@ -17,14 +17,13 @@ pids (host networking) is never judged gone from here.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import PurePath
-from typing import Any
-from urllib.parse import unquote, urlsplit
+from pathlib import Path, PurePath
 
 from django.db.models import Count, Q, QuerySet
 from django.db.models.functions import Now
 
 from ..edge.control import gone
+from ..engine.sessions.records import first_folder
 from ..models import Node, StoredChat, StoredSession
 from .engine_database import db_call
 
@@ -61,12 +60,12 @@ def take_free(node_id: str, machine: str) -> int:
     """Take every session no live node runs that this node may run (a node starting): how
     many it runs now."""
     let_go_gone_here(machine)
-    serving = _serving()
+    live = _live_nodes()
     free = StoredSession.objects.filter(_free_for(node_id)).exclude(node=node_id)
     takeable = [
         uri
         for uri, folders in free.values_list("uri", "working_directories")
-        if _runs_here(node_id, folders, serving)
+        if _runs_here(node_id, first_folder(folders), live)
     ]
     for start in range(0, len(takeable), 500):
         chunk = takeable[start : start + 500]
@@ -74,29 +73,32 @@ def take_free(node_id: str, machine: str) -> int:
     return StoredSession.objects.filter(node=node_id).count()
 
 
-def _serving() -> dict[str, tuple[list[str], str]]:
-    """Each live node's folders and address, by id."""
+@dataclass(frozen=True)
+class LiveNode:
+    """A live node as placement reads it."""
+
+    address: str
+    folders: tuple[str, ...]
+    agents_max: int
+
+
+def _live_nodes() -> dict[str, LiveNode]:
+    """The live nodes, by id, in id order."""
     rows = Node.objects.filter(lease_until__gte=Now()).order_by("node_id")
     return {
-        str(node_id): (list(folders), str(address))
-        for node_id, folders, address in rows.values_list("node_id", "folders", "address")
+        str(node_id): LiveNode(str(address), tuple(folders), int(agents_max))
+        for node_id, address, folders, agents_max in rows.values_list(
+            "node_id", "address", "folders", "agents_max"
+        )
     }
 
 
-def _first_folder(folders: Any) -> str | None:
-    if isinstance(folders, list) and folders and isinstance(folders[0], str):
-        parts = urlsplit(folders[0])
-        return unquote(parts.path) if parts.scheme == "file" else folders[0]
-    return None
-
-
-def _runs_here(node_id: str, folders: Any, serving: dict[str, tuple[list[str], str]]) -> bool:
-    """Whether `node_id` may take a session working in `folders`: it serves the first of
-    them, or no live node does (a session is never left with nowhere to run)."""
-    first = _first_folder(folders)
-    if first is None or _serves(serving.get(node_id, ([], ""))[0], first):
+def _runs_here(node_id: str, folder: Path | None, live: dict[str, LiveNode]) -> bool:
+    """Whether `node_id` may take a session working in `folder` (its first): it serves it,
+    or no live node does (a session is never left with nowhere to run)."""
+    if folder is None or (node_id in live and _serves(live[node_id].folders, folder)):
         return True
-    return not any(_serves(served, first) for served, _ in serving.values())
+    return not any(_serves(node.folders, folder) for node in live.values())
 
 
 def session_of(uri: str) -> str | None:
@@ -115,17 +117,18 @@ def take(session: str, node_id: str, machine: str) -> Holder | None:
     (None: it is `node_id`'s now); the live node that runs it otherwise, or, where this node
     does not serve its folder, a live node that does (which takes it at its first use)."""
     rows = StoredSession.objects.filter(uri=session)
-    if not rows.filter(node=node_id).exists():
+    mine = rows.filter(node=node_id).exists()
+    if not mine:
         let_go_gone_here(machine)
-    folders = rows.values_list("working_directories", flat=True).first()
-    serving = _serving()
-    if not _runs_here(node_id, folders, serving) and not rows.filter(node=node_id).exists():
+    folder = first_folder(rows.values_list("working_directories", flat=True).first())
+    live = _live_nodes()
+    if not mine and not _runs_here(node_id, folder, live):
         runner = rows.filter(node__in=_live_ids()).values_list("node", flat=True).first()
         if runner is None:
             # A live node serving its folder runs it, taking it at its first use there.
-            first = _first_folder(folders)
-            runner = next(n for n, (served, _) in serving.items() if _serves(served, first or ""))
-        return Holder(str(runner), serving.get(str(runner), ([], ""))[1])
+            assert folder is not None  # _runs_here holds for a session of no folder
+            runner = next(n for n, node in live.items() if _serves(node.folders, folder))
+        return Holder(str(runner), live[str(runner)].address if runner in live else "")
     if rows.filter(_free_for(node_id)).update(node=node_id):
         return None
     holder = rows.values_list("node", flat=True).first()
@@ -157,19 +160,21 @@ def place(folder: str, node_id: str) -> tuple[str, str]:
         .annotate(n=Count("uri"))
         .values_list("node", "n")
     )
+    path = Path(folder)
     best, best_load = (node_id, ""), None
-    for row in Node.objects.filter(lease_until__gte=Now()).order_by("node_id"):
-        if not _serves(row.folders, folder):
+    for other, node in _live_nodes().items():
+        if not _serves(node.folders, path):
             continue
-        load = counts.get(row.node_id, 0) / (row.agents_max or 1000)
-        if row.agents_max and counts.get(row.node_id, 0) >= row.agents_max:
+        running = counts.get(other, 0)
+        if node.agents_max and running >= node.agents_max:
             continue  # full
-        if best_load is None or load < best_load or (load == best_load and row.node_id == node_id):
-            best, best_load = (row.node_id, row.address), load
+        load = running / (node.agents_max or 1000)
+        if best_load is None or load < best_load or (load == best_load and other == node_id):
+            best, best_load = (other, node.address), load
     return best
 
 
-def _serves(folders: list[str], folder: str) -> bool:
+def _serves(folders: tuple[str, ...], folder: Path) -> bool:
     path = PurePath(folder)
     return any(path == PurePath(root) or PurePath(root) in path.parents for root in folders)
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..host import Host
 from ..principal import Principal
-from ..sessions.records import file_path
+from ..sessions.records import first_folder
 from .automations import (
     do_automation_claimed,
     do_automations_here,
@@ -67,7 +67,7 @@ async def perform(
     elsewhere = (
         await host.elsewhere(uri)
         if isinstance(uri, str)
-        else await host.placement.place_new(_first_folder(args))
+        else await host.placement.place_new(_folder_asked(args))
         if name == "create_session" and not relayed
         else None
     )
@@ -94,9 +94,7 @@ async def perform(
     return result.to_json() if isinstance(result, Created) else result
 
 
-def _first_folder(args: dict[str, Any]) -> str | None:
+def _folder_asked(args: dict[str, Any]) -> str | None:
     """The folder a new session asked for works in, as a path (None: none named yet)."""
-    folders = args.get("directories")
-    if not isinstance(folders, list) or not folders or not isinstance(folders[0], str):
-        return None
-    return str(file_path(folders[0]))
+    folder = first_folder(args.get("directories"))
+    return None if folder is None else str(folder)

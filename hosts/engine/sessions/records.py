@@ -119,6 +119,14 @@ def file_path(uri: str) -> Path:
     return Path(unquote(parts.path)) if parts.scheme == "file" else Path(uri)
 
 
+def first_folder(directories: Any) -> Path | None:
+    """The first of a session's working directories (file: URIs, as kept and as asked for)
+    as a path; None where there is none."""
+    if not isinstance(directories, list) or not directories or not isinstance(directories[0], str):
+        return None
+    return file_path(directories[0])
+
+
 def opaque_chat_uri() -> str:
     return f"ahp-chat:/{uuid.uuid4()}"
 
