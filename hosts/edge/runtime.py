@@ -29,8 +29,8 @@ from ..backends.base import Agent, McpServerSpec
 from ..backends.config import build_agents, load_agents, load_mcp_servers
 from ..backends.sandbox import SandboxSettings, decide
 from ..engine.host import Host, HostSettings
-from ..engine.other_nodes import feeds, messages, sessions_elsewhere
-from ..engine.placement import NODES_GROUP, ROOT_CONFIG, engine_channel
+from ..engine.other_nodes import feeds, messages
+from ..engine.placement import NODES_GROUP, engine_channel
 from ..engine.router import Router
 from ..engine.telemetry import TelemetrySettings
 from ..engine.terminals import TerminalSettings
@@ -39,17 +39,6 @@ from . import relay
 
 log = logging.getLogger("ahpd.runtime")
 
-#: What the other nodes of the host tell this one's engine (other_nodes/messages.py).
-OTHER_NODES_SAY = frozenset(
-    (
-        ROOT_CONFIG,
-        messages.CLIENT,
-        messages.ACTIVE,
-        sessions_elsewhere.SESSION,
-        sessions_elsewhere.HELLO,
-        sessions_elsewhere.ROWS,
-    )
-)
 
 ENGINE_CHANNEL = "ahpd.engine"
 
@@ -365,7 +354,7 @@ async def _read_inbox(host: Host, channel: str) -> None:
             if kind == relay.DISPATCH:
                 await relay.take_dispatch(host, message)
                 continue
-            if kind in OTHER_NODES_SAY:
+            if kind in messages.HEARD:
                 await host.nodes.heard(message)
                 continue
             elsewhere = await host.wake(str(message.get("channel")))

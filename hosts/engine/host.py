@@ -43,10 +43,10 @@ from .folder_watchers import FolderWatchers
 from .git_facts import GitFacts
 from .host_settings import HostSettings as HostSettings
 from .other_nodes.feeds import Feeds
-from .other_nodes.messages import OtherNodes
+from .other_nodes.messages import ROOT_CONFIG, OtherNodes
 from .other_nodes.mirrors import Mirrors
 from .permissions import Permissions
-from .placement import ROOT_CONFIG, Elsewhere, HereOnly, Placement, Relay, engine_channel
+from .placement import Elsewhere, HereOnly, Placement, Relay, engine_channel
 from .ports import ListedMcpServers, McpServerDirectory, Store, Transport
 from .principal import USERS_RESOURCE_METADATA, Directory, NoDirectory, Principal
 from .principal import root as principal_root
@@ -332,9 +332,10 @@ class Host:
         session that no live node runs is taken by this one and opened here first."""
         if not self.placement.node_id:
             return None
-        if (mirrored := self.mirrors.node_of(canonical(uri))) is not None:
-            return mirrored
-        if self.sessions.taken(uri) or uri in self.sessions.sessions:
+        # An open channel (read once, on every request naming one) is this node's or a mirror.
+        if (open_channel := self.fanout.channel(uri)) is not None:
+            return self.mirrors.node_of(open_channel.uri)
+        if uri in self.sessions.dormant or uri in self.sessions.sessions:
             return None
         found = await self.placement.find(uri)
         if found.elsewhere is not None:

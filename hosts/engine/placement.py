@@ -99,8 +99,6 @@ class SessionNodes(Protocol):
     async def others(self) -> list[str]: ...
 
 
-#: What a node tells the others: a root config push it took and kept.
-ROOT_CONFIG = "nodes.rootConfig"
 #: The channel-layer group of every node's inbox.
 NODES_GROUP = "ahpd.nodes"
 

@@ -155,10 +155,6 @@ class Feeds:
             log.warning("node reading %s is gone: no longer fed", inbox)
             self.drop(inbox)
 
-    def watched_by(self) -> dict[str, int]:
-        """How many of this node's channels each watching node mirrors (for status)."""
-        return {
-            inbox: len(conn.subscriptions)
-            for inbox, conn in self._by_inbox.items()
-            if not conn.closed
-        }
+    def feeding(self) -> bool:
+        """Whether any node is fed a channel of this one."""
+        return any(not conn.closed for conn in self._by_inbox.values())

@@ -17,7 +17,7 @@ from typing import Any
 from .. import access
 from ..clients import ClientRecord, Clients
 from ..fanout import Fanout
-from ..placement import ROOT_CONFIG, Placement, Relay, engine_channel
+from ..placement import Placement, Relay, engine_channel
 from ..sessions.session_table import Sessions
 from . import sessions_elsewhere
 from .feeds import Feeds
@@ -31,6 +31,19 @@ SERVICE_RESTART = 1012
 CLIENT = "nodes.client"
 #: What a node tells the others as its count of sessions running a turn moves.
 ACTIVE = "nodes.active"
+#: What a node tells the others: a root config push it took and kept.
+ROOT_CONFIG = "nodes.rootConfig"
+#: Every message another node tells this one (`heard`), as its inbox tells them apart.
+HEARD = frozenset(
+    (
+        ROOT_CONFIG,
+        CLIENT,
+        ACTIVE,
+        sessions_elsewhere.SESSION,
+        sessions_elsewhere.HELLO,
+        sessions_elsewhere.ROWS,
+    )
+)
 
 
 class OtherNodes:
@@ -164,7 +177,7 @@ class OtherNodes:
         lease."""
         fed_by = self._mirrors.nodes()
         counted = set(self._sessions.active_elsewhere)
-        if not fed_by and not counted and not self._feeds.watched_by():
+        if not fed_by and not counted and not self._feeds.feeding():
             return
         live = set(await self._placement.others())
         for node in fed_by - live:
