@@ -53,6 +53,18 @@ def beside(server: ServerProcess, lease: int = LEASE_SECONDS, **env: str) -> Ser
     return ServerProcess(env_extra={"AHPD_NODE_LEASE_SECONDS": str(lease), **shared, **env})
 
 
+def serve_once(process: ServerProcess) -> subprocess.CompletedProcess[str]:
+    """`manage.py serve` with `process`'s settings, to the end (a start that is refused)."""
+    return subprocess.run(
+        [sys.executable, "manage.py", "serve"],
+        cwd=REPO,
+        env=process.env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
 def said(server: ServerProcess, *args: str) -> str:
     """What `manage.py ahpd <args>` prints for a person."""
     done = subprocess.run(
@@ -97,14 +109,7 @@ def test_a_started_server_is_a_node_listed_with_where_it_listens(server):
 def test_a_second_live_process_with_the_same_node_id_is_refused_naming_the_holder(server):
     twin = beside(server, AHPD_NODE_ID=NODE)
     started = time.monotonic()
-    done = subprocess.run(
-        [sys.executable, "manage.py", "serve"],
-        cwd=REPO,
-        env=twin.env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = serve_once(twin)
     assert done.returncode != 0
     assert f"node {NODE} is held by process {server.pid}" in done.stderr
     assert "AHPD_NODE_ID names one node of the host" in done.stderr
@@ -121,14 +126,7 @@ def test_a_node_with_no_channel_layer_reaching_the_others_is_refused(server):
     """Nodes share sessions over Redis: one started on their database with the in-memory layer
     (no REDIS_URL) could reach none of them, and would run their sessions beside them."""
     alone = beside(server, AHPD_NODE_ID="node-alone", REDIS_URL="")
-    done = subprocess.run(
-        [sys.executable, "manage.py", "serve"],
-        cwd=REPO,
-        env=alone.env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = serve_once(alone)
     assert done.returncode != 0
     assert f"nodes {NODE} serve this database already" in done.stderr
     assert "set REDIS_URL as they have" in done.stderr
