@@ -53,6 +53,15 @@ class AutomationRun(models.Model):
     sessions = models.JSONField(default=list)
     primary_session = models.CharField(max_length=512, blank=True, default="")
     created_ms = models.BigIntegerField(db_index=True)
+    #: Where several `serve` processes are nodes of one host: the one that started it (its
+    #: session and turn run there). Blank for one process alone, and for a run claimed by a
+    #: Celery worker until the node told of it takes it.
+    node = models.CharField(
+        max_length=200,
+        blank=True,
+        default="",
+        help_text="the node that runs it, where several serve processes are one host",
+    )
 
     class Meta:
         ordering = ["-created_ms"]

@@ -52,6 +52,7 @@ def run_record(row: AutomationRun) -> dict[str, Any]:
         "sessions": list(row.sessions),
         "primary_session": row.primary_session or None,
         "request_id": row.request_id,
+        "node": row.node,
     }
 
 
@@ -95,6 +96,7 @@ def add_run_row(run: dict[str, Any]) -> dict[str, Any]:
                 origin_kind="manual",
                 request_id=run.get("request_id"),
                 created_ms=_ms(run["lifecycle"]["createdAt"]),
+                node=run.get("node") or "",
                 **_run_fields(run),
             )
     except IntegrityError:
@@ -115,23 +117,34 @@ def _ms(text: str) -> int:
     return int(datetime.fromisoformat(text).timestamp() * 1000)
 
 
-def fail_unfinished(message: str) -> int:
-    failed = 0
+def fail_unfinished(message: str, kept: tuple[str, ...], blank: bool) -> list[str]:
+    """Fail every run kept pending or running but those of the nodes in `kept` (and those
+    no node took, unless `blank`): each by a write under the condition that it is still
+    unfinished, so two nodes failing one node's runs fail each once. The automations whose
+    runs moved."""
+    moved: set[str] = set()
     now = iso(int(datetime.now(UTC).timestamp() * 1000))
-    for row in AutomationRun.objects.exclude(status__in=TERMINAL):
+    rows = AutomationRun.objects.exclude(status__in=TERMINAL).exclude(node__in=kept)
+    if not blank:
+        rows = rows.exclude(node="")
+    for row in rows:
         lifecycle = {
             key: row.lifecycle[key] for key in ("createdAt", "startedAt") if key in row.lifecycle
         }
-        row.lifecycle = {
+        lifecycle = {
             "status": "failed",
             **lifecycle,
             "completedAt": now,
             "error": {"errorType": "interrupted", "message": f"{message} ({row.status})"},
         }
-        row.status = "failed"
-        row.save(update_fields=["status", "lifecycle"])
-        failed += 1
-    return failed
+        unfinished = AutomationRun.objects.filter(uri=row.uri, status=row.status, node=row.node)
+        if unfinished.update(status="failed", lifecycle=lifecycle):
+            moved.add(row.automation_id)
+    return sorted(moved)
+
+
+def take_runs(uris: list[str], node: str) -> None:
+    AutomationRun.objects.filter(uri__in=uris, node="").update(node=node)
 
 
 def apply_plan(uri: str, due: Plan, now: datetime) -> list[str]:
@@ -251,8 +264,13 @@ class DjangoAutomationStore:
     async def runs_started(self, owner: str, since_ms: int, besides: list[str]) -> int:
         return await db_call(runs_started)(owner, since_ms, besides)
 
-    async def fail_unfinished_runs(self, message: str) -> int:
-        return await db_call(fail_unfinished)(message)
+    async def fail_unfinished_runs(
+        self, message: str, kept: tuple[str, ...] = (), *, blank: bool = True
+    ) -> list[str]:
+        return await db_call(fail_unfinished)(message, kept, blank)
+
+    async def take_runs(self, uris: list[str], node: str) -> None:
+        await db_call(take_runs)(uris, node)
 
     async def claim_due(self, now: datetime) -> list[tuple[str, list[str]]]:
         return await db_call(claim_due)(now)

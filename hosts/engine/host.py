@@ -344,6 +344,13 @@ class Host:
             await self.sessions.adopt(found.session)
         return None
 
+    async def check_nodes(self) -> None:
+        """At each renewal of this node's lease, a look at whether the others are there: the
+        mirrors a node gone fed are closed, and the runs it ran failed."""
+        await self.nodes.check_feeders()
+        if self.automations is not None:
+            await self.automations.check_nodes()
+
     async def let_go_taken(self) -> None:
         """Let go every session another node took while this one was thought gone (its lease
         lapsed unrenewed): told by the node's lease as it finds that."""

@@ -4,13 +4,10 @@ the channel layer, to start it. PostgreSQL + Redis only: the in-memory layer is 
 
 from __future__ import annotations
 
-import asyncio
 import os
 import subprocess
-import sys
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 
@@ -24,7 +21,13 @@ from tests.automations.test_socket import (
     watching,
 )
 from tests.support.agents import server_with_acp_agent
-from tests.support.server import REPO, ServerProcess
+from tests.support.celery_worker import (
+    celery_worker,
+    worker_output_on_failure,
+    worker_ticking,
+)
+from tests.support.celery_worker import worker_log as log_of
+from tests.support.server import ServerProcess
 
 pytestmark = pytest.mark.skipif(
     not os.environ.get("REDIS_URL"), reason="Celery's broker and the channel layer are Redis"
@@ -45,62 +48,14 @@ def server() -> Iterator[ServerProcess]:
 
 
 @pytest.fixture(scope="module")
-def worker_log(workdir: Path) -> Path:
-    return workdir / "worker.log"
+def worker(server: ServerProcess, workdir: Path) -> Iterator[subprocess.Popen[str]]:
+    with celery_worker(server.env(), workdir) as process:
+        yield process
 
 
 @pytest.fixture(scope="module")
-def worker(
-    server: ServerProcess, workdir: Path, worker_log: Path
-) -> Iterator[subprocess.Popen[str]]:
-    env = {**server.env(), "AHPD_AUTOMATION_TICK_SECONDS": "1"}
-    with worker_log.open("w") as log:
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "ahpsite",
-                "worker",
-                "-B",
-                "--pool",
-                "solo",
-                "--loglevel",
-                "INFO",
-                "--schedule",
-                str(workdir / "celerybeat-schedule"),
-            ],
-            cwd=REPO,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        yield process
-        process.terminate()
-        process.wait(30)
-
-
-@contextmanager
-def worker_output_on_failure(log: Path) -> Iterator[None]:
-    """What the worker said, printed under a failure (pytest shows it with the test)."""
-    try:
-        yield
-    except BaseException:
-        print(f"--- the Celery worker's output ({log}) ---")
-        print(log.read_text() if log.exists() else "(none)")
-        raise
-
-
-async def worker_ticking(log: Path, timeout: float = 60) -> None:
-    """Until beat's first tick was run by the worker: a due time after it is fired on time."""
-
-    async def ticked() -> None:
-        while "fire_due_automations[" not in log.read_text() or "succeeded" not in log.read_text():
-            await asyncio.sleep(0.2)  # the worker's own log is the only thing it tells
-
-    await asyncio.wait_for(ticked(), timeout)
+def worker_log(workdir: Path) -> Path:
+    return log_of(workdir)
 
 
 def seconds_between(earlier: str, later: str) -> float:

@@ -11,7 +11,14 @@ import pytest
 from django.db import connections
 
 from automations.models import Automation, AutomationRun
-from automations.store import add_run_row, apply_plan, automation_record, claim_due, fail_unfinished
+from automations.store import (
+    add_run_row,
+    apply_plan,
+    automation_record,
+    claim_due,
+    fail_unfinished,
+    take_runs,
+)
 from hosts.engine.automations.schedule import iso_or_none, plan
 
 NOW = datetime(2027, 1, 4, 9, 0, 3, tzinfo=UTC)
@@ -126,9 +133,36 @@ def test_runs_a_stop_left_unfinished_read_back_as_failed_with_a_reason():
             lifecycle=lifecycle,
             created_ms=0,
         )
-    assert fail_unfinished("stopped") == 2
+    assert fail_unfinished("stopped", (), True) == [automation.uri]
     failed = {r.uri: r.lifecycle for r in AutomationRun.objects.filter(status="failed")}
     assert set(failed) == {"ahp-automation-run:/p", "ahp-automation-run:/r"}
     assert failed["ahp-automation-run:/r"]["startedAt"] == "2027-01-04T09:00:01.000Z"
     assert failed["ahp-automation-run:/p"]["error"]["message"] == "stopped (pending)"
     assert AutomationRun.objects.get(uri="ahp-automation-run:/c").status == "completed"
+
+
+@pytest.mark.django_db
+def test_a_node_fails_only_its_own_runs_and_those_of_nodes_gone():
+    """Several nodes: a node starting fails what it left unfinished and what nodes no longer
+    live left, never a live node's run; a Celery-claimed run no node took yet is left while
+    another node may be taking it. Each is failed once, whoever else fails it."""
+    automation = kept()
+    for uri, node in (("mine", "a"), ("live", "b"), ("gone", "c"), ("untaken", "")):
+        AutomationRun.objects.create(
+            uri=f"ahp-automation-run:/{uri}",
+            automation=automation,
+            origin_kind="manual",
+            status="running",
+            lifecycle={"status": "running", "createdAt": "2027-01-04T09:00:00.000Z"},
+            created_ms=0,
+            node=node,
+        )
+    # Node a starts while b is live.
+    assert fail_unfinished("stopped", ("b",), False) == [automation.uri]
+    failed = set(AutomationRun.objects.filter(status="failed").values_list("node", flat=True))
+    assert failed == {"a", "c"}
+    # Failed again by another node: nothing moves.
+    assert fail_unfinished("stopped", ("b",), False) == []
+    take_runs(["ahp-automation-run:/untaken", "ahp-automation-run:/live"], "a")
+    assert AutomationRun.objects.get(uri="ahp-automation-run:/untaken").node == "a"
+    assert AutomationRun.objects.get(uri="ahp-automation-run:/live").node == "b"

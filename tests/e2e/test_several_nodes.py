@@ -23,6 +23,12 @@ import pytest
 from tests.e2e.test_rest_sessions import person
 from tests.e2e.test_sessions import ended, turn
 from tests.support.agents import local_agent_config
+from tests.support.celery_worker import (
+    celery_worker,
+    worker_log,
+    worker_output_on_failure,
+    worker_ticking,
+)
 from tests.support.client import RpcError
 from tests.support.fake_openai import FakeOpenAi
 from tests.support.rest import call, session_over_rest
@@ -476,3 +482,133 @@ async def test_a_killed_nodes_session_is_taken_over_at_its_next_use(nodes, conne
     assert interrupted["error"]["errorType"] == "executionInterrupted"
     # What the dead node streamed before it died is kept.
     assert any(part.get("kind") == "markdown" for part in turns[1]["responseParts"])
+
+
+CATALOGUE = "ahp-automations://"
+
+
+def automation(workdir: Path, text: str, **extra) -> dict:
+    return {
+        "title": f"Say {text}",
+        "message": {"text": text, "origin": {"kind": "automation"}},
+        "session": {"provider": "local", "workingDirectories": [workdir.as_uri()]},
+        "enabled": True,
+        "triggers": [],
+        **extra,
+    }
+
+
+async def cataloguing(connect, server: ServerProcess, token: str):
+    client = await connect(server.url, token=token)
+    await client.initialize(subscriptions=["ahp-root://", CATALOGUE])
+    return client
+
+
+def entry_of(client, uri: str) -> dict | None:
+    entries = client.tracked[CATALOGUE][0]["entries"]
+    return next((e for e in entries if e["resource"] == uri), None)
+
+
+def run_status(client, uri: str, run: str) -> str | None:
+    found = entry_of(client, uri)
+    runs = {r["resource"]: r for r in (found or {}).get("runs", [])}
+    return runs[run]["lifecycle"]["status"] if run in runs else None
+
+
+async def test_one_automation_catalogue_across_nodes_a_run_followed_and_cancelled_from_afar(
+    nodes, connect, workdir
+):
+    a, b = nodes["node-a"], nodes["node-b"]
+    admin = person(a, "admin")
+    near, far = await cataloguing(connect, a, admin), await cataloguing(connect, b, admin)
+    uri = f"ahp-automation:/{uuid.uuid4()}"
+    made = {"type": "automation/createRequested", "resource": uri}
+    made["definition"] = automation(workdir, "hold")
+    said = await near.dispatch_and_wait(CATALOGUE, made)
+    assert "rejectionReason" not in said, said["rejectionReason"]
+    # Made on one node, said on the other: it read it back from the store it was kept in.
+    await far.wait_for(lambda: entry_of(far, uri), timeout=15)
+    assert entry_of(far, uri)["definition"] == entry_of(near, uri)["definition"]
+
+    params = {"channel": CATALOGUE, "automation": uri, "requestId": str(uuid.uuid4())}
+    run = (await near.request("runAutomation", params))["resource"]
+    # Run by the node asked; followed by the other as it moves, its channel too.
+    await far.wait_for(lambda: run_status(far, uri, run) == "running", timeout=30)
+    await far.request("subscribe", {"channel": run})
+    await far.wait_for(lambda: far.tracked[run][0]["lifecycle"]["status"] == "running")
+    session = far.tracked[run][0]["primarySession"]
+    assert detail(b, admin, session)["node"] == "node-a"
+
+    # Someone else's run is not theirs to cancel, asked on either node.
+    guest = outsider(b)
+    stranger = await connect(b.url, token=guest)
+    await stranger.initialize()
+    refused = await stranger.dispatch_and_wait(run, {"type": "automationRun/cancelRequested"})
+    # Judged by the node that runs it, in the grant's words.
+    assert refused["rejectionReason"].endswith(" may not automation:cancel here"), refused
+    assert far.tracked[run][0]["lifecycle"]["status"] == "running"
+
+    # Cancelled from the node that does not run it: by the node that does.
+    answer = await far.dispatch_and_wait(run, {"type": "automationRun/cancelRequested"})
+    assert "rejectionReason" not in answer, answer
+    await far.wait_for(lambda: far.tracked[run][0]["lifecycle"]["status"] == "cancelled", 30)
+    await near.wait_for(lambda: run_status(near, uri, run) == "cancelled", timeout=30)
+    await far.wait_for(lambda: run_status(far, uri, run) == "cancelled", timeout=30)
+    again = await far.dispatch_and_wait(run, {"type": "automationRun/cancelRequested"})
+    assert again["rejectionReason"] == f"Automation run is already terminal: {run}"
+    await far.assert_conforms(run)
+    await far.assert_conforms(CATALOGUE)
+
+    # Removed on the other node: gone from both.
+    gone = {"type": "automation/removed", "resource": uri}
+    assert "rejectionReason" not in await far.dispatch_and_wait(CATALOGUE, gone)
+    await near.wait_for(lambda: entry_of(near, uri) is None, timeout=15)
+    await near.assert_conforms(CATALOGUE)
+
+
+@pytest.fixture(scope="module")
+def worker(nodes) -> Iterator[Path]:
+    """A Celery worker with beat on the nodes' database and Redis; its folder (its log)."""
+    with tempfile.TemporaryDirectory(prefix="ahpd-nodes-celery-") as folder:
+        with celery_worker(nodes["node-a"].env(), Path(folder)):
+            yield Path(folder)
+
+
+async def test_a_celery_fired_run_is_started_once_by_one_node_and_followed_on_every_node(
+    nodes, connect, workdir, worker
+):
+    log = worker_log(worker)
+    with worker_output_on_failure(log):
+        await worker_ticking(log)
+        a, b = nodes["node-a"], nodes["node-b"]
+        admin = person(a, "admin")
+        near, far = await cataloguing(connect, a, admin), await cataloguing(connect, b, admin)
+        uri = f"ahp-automation:/{uuid.uuid4()}"
+        trigger = {
+            "id": "beat",
+            "kind": "schedule",
+            "schedule": {"expression": "* * * * *", "timeZone": "UTC"},
+            "misfirePolicy": "runOnce",
+        }
+        made = {"type": "automation/createRequested", "resource": uri}
+        made["definition"] = automation(workdir, "from celery", triggers=[trigger])
+        said = await near.dispatch_and_wait(CATALOGUE, made)
+        assert "rejectionReason" not in said, said["rejectionReason"]
+        # Due at the next minute boundary: the worker claims it and tells one node.
+        await far.wait_for(lambda: (entry_of(far, uri) or {}).get("runs"), timeout=90)
+        off = {"type": "automation/updateRequested", "resource": uri, "changes": {"enabled": False}}
+        assert "rejectionReason" not in await far.dispatch_and_wait(CATALOGUE, off)
+        run = entry_of(far, uri)["runs"][0]["resource"]
+        for client in (near, far):
+            await client.wait_for(lambda c=client: run_status(c, uri, run) == "completed", 60)
+        # One run, run by one node: its session is that node's, and reads the same from both.
+        for client in (near, far):
+            await client.wait_for(lambda c=client: not entry_of(c, uri)["definition"]["enabled"])
+            assert [r["resource"] for r in entry_of(client, uri)["runs"]] == [run]
+        summaries = [entry_of(client, uri)["runs"][0] for client in (near, far)]
+        assert summaries[0] == summaries[1]
+        session = summaries[0]["primarySession"]
+        assert detail(a, admin, session)["node"] == detail(b, admin, session)["node"]
+        turns = detail(b, admin, session)["chats"][0]["turns"]
+        assert [(t["message"]["text"], t["state"]) for t in turns] == [("from celery", "complete")]
+        await far.assert_conforms(CATALOGUE)

@@ -5,6 +5,14 @@ What a client is told is what the store holds: each change is written first and 
 automation/set (the entry whole), the request itself after it. Scheduled runs are claimed in
 the store (schedule.py, the store's claim) by whichever process fires schedules; the engine
 is told which were claimed (`claimed`) and starts them (runs.py).
+
+Where several `serve` processes are nodes of one host, each holds the catalogue, and each
+change one node writes it tells the others (other_nodes/messages.py), which read it back from
+the store and say it to their own watchers: one catalogue, whichever node a client watches it
+on. A run is run by the node that started it (a manual run: the node asked; a scheduled one:
+the node a Celery worker told); the others follow it from the store as that node tells them it
+moved. A node that starts fails the runs it left unfinished, and the runs of nodes no longer
+live are failed by the nodes that see them gone.
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ from ..audit_trail import Act
 from ..channel import Channel
 from ..clock import iso, now_ms
 from ..host import Host
+from ..other_nodes.messages import AUTOMATION
 from ..principal import Principal
 from . import definitions, limits
 from .operations import OPERATIONS, Owned, operations_for, seen_catalogue, seen_set
@@ -38,6 +47,8 @@ PAGE = 20
 PREFIX = "ahp-automation:/"
 #: How a run the last process left unfinished reads back.
 INTERRUPTED = "The server stopped while this run was unfinished"
+#: How a run of a node gone reads back.
+NODE_GONE = "The node running this run stopped while it was unfinished"
 
 
 # The reference's words, under the protocol's codes: VS Code's host answers each of these
@@ -74,18 +85,26 @@ class Automations:
         #: How many pages each entry shows, and whether the store holds more.
         self.pages: dict[str, int] = {}
         self.more: dict[str, bool] = {}
-        self.runs = Runs(host, store, self.records, self.say)
+        #: This engine's node, where the host has several ("" for one process alone).
+        self.node_id = host.placement.node_id
+        self.runs = Runs(host, store, self.records, self.say, self.node_id)
         self._channel: Channel | None = None
         self._scheduler: asyncio.Task[None] | None = None
         self._pressing = asyncio.Lock()
+        #: The other live nodes as last looked at (check_nodes); None before the first look.
+        self._live_seen: set[str] | None = None
+        host.nodes.listen(AUTOMATION, self._heard)
 
     # -- life -----------------------------------------------------------------------------
 
     async def start(self) -> None:
         """Read back what is kept; a run the last process left unfinished reads as failed."""
-        failed = await self.store.fail_unfinished_runs(INTERRUPTED)
+        # Of several nodes, a live one's runs are its own; a run no node took yet (a Celery
+        # worker claimed it a moment ago) may be one another live node is taking.
+        live = tuple(await self.host.placement.others())
+        failed = await self.store.fail_unfinished_runs(INTERRUPTED, live, blank=not live)
         if failed:
-            log.warning("%d automation runs were unfinished at the last stop: failed", failed)
+            log.warning("automations %s had runs unfinished at the last stop: failed", failed)
         for record in await self.store.load_automations():
             self.records[record["uri"]] = record
             self.pages[record["uri"]] = 1
@@ -137,6 +156,8 @@ class Automations:
             await self._claimed(uri, runs)
 
     async def _claimed(self, uri: str, runs: list[str]) -> None:
+        if self.node_id:
+            await self.store.take_runs(runs, self.node_id)
         record = await self.store.load_automation(uri)
         if record is None:
             return
@@ -163,6 +184,39 @@ class Automations:
             await self.host.audit.record(
                 Act(owner, "automation.ran", "automation", uri, "schedule", "", {"run": run_uri})
             )
+
+    # -- the other nodes ------------------------------------------------------------------
+
+    async def _heard(self, message: dict[str, Any]) -> None:
+        """Another node changed an automation (or a run of it moved): read back and said here;
+        one the store no longer keeps is removed here too."""
+        uri = str(message.get("uri"))
+        record = await self.store.load_automation(uri)
+        if record is None:
+            if uri in self.records:
+                self._forget(uri, say=True)
+            return
+        self.records[uri] = record
+        self.pages.setdefault(uri, 1)
+        await self._read_history(uri)
+        for run in self.history[uri]:
+            self.runs.follow(run)
+        self._show(uri)
+
+    async def check_nodes(self) -> None:
+        """At each renewal of this node's lease: the unfinished runs of a node gone since the
+        last look are failed (once, whichever node sees it first), and the others told."""
+        if not self.node_id:
+            return
+        live = set(await self.host.placement.others())
+        if live == self._live_seen:
+            return
+        self._live_seen = live
+        kept = (self.node_id, *sorted(live))
+        for uri in await self.store.fail_unfinished_runs(NODE_GONE, kept, blank=False):
+            log.warning("automation %s had runs on a node that is gone: failed", uri)
+            await self._heard({"uri": uri})
+            self.host.nodes.tell({"type": AUTOMATION, "uri": uri})
 
     async def _read_history(self, uri: str) -> None:
         shown = self.pages[uri] * PAGE
@@ -213,7 +267,13 @@ class Automations:
         return f"{uri}#page={self.pages.get(uri, 1) + 1}"
 
     def say(self, uri: str) -> None:
-        """Say an entry as this host holds it."""
+        """Say an entry as this host holds it, and tell the other nodes it changed (what moved
+        is written already: they read it back)."""
+        self._show(uri)
+        self.host.nodes.tell({"type": AUTOMATION, "uri": uri})
+
+    def _show(self, uri: str) -> None:
+        """Say an entry to this node's watchers."""
         self.host.fanout.emit(
             self.channel, {"type": "automation/set", "automation": self.entry(uri)}
         )
@@ -324,6 +384,10 @@ class Automations:
         """Forget an automation and its runs: said by the client's automation/removed, or
         (`say`) on this host's account."""
         await self.store.delete_automation(uri)
+        self.host.nodes.tell({"type": AUTOMATION, "uri": uri})
+        self._forget(uri, say=say)
+
+    def _forget(self, uri: str, *, say: bool) -> None:
         if say:
             self.host.fanout.emit(self.channel, {"type": "automation/removed", "resource": uri})
         self.records.pop(uri, None)
@@ -343,7 +407,7 @@ class Automations:
             raise invalid_params(f"Automation run-history cursor is no longer available: {cursor}")
         self.pages[uri] += 1
         await self._read_history(uri)
-        self.say(uri)
+        self._show(uri)  # the pages this node shows: nothing kept moved
 
     async def run_now(self, principal: Principal, uri: str, request_id: str) -> str:
         """A manual run (runAutomation): the run this request made already, a run of the
@@ -384,6 +448,7 @@ class Automations:
             "sessions": [],
             "primary_session": None,
             "request_id": request_id,
+            "node": self.node_id,
         }
         # The store answers with the run a request made already, if it kept one.
         run = await self.store.add_run(fresh)

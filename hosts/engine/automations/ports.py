@@ -3,7 +3,8 @@
 Records are plain dicts. An automation: uri, owner, definition, created_ms, modified_ms,
 cursors ({triggerId: ISO instant last evaluated}), run_count, next_run_at (ISO or None). A
 run: uri, automation, owner, origin, lifecycle, sessions, primary_session (or None),
-request_id (or None). Implemented over the ORM in `automations/store.py`.
+request_id (or None), node (the node that runs it, where a host has several; "" for none).
+Implemented over the ORM in `automations/store.py`.
 """
 
 from __future__ import annotations
@@ -40,8 +41,16 @@ class AutomationStore(Protocol):
         the runs window refused (limits.RUN_LIMIT_ERROR) and those in `besides` left out."""
         ...
 
-    async def fail_unfinished_runs(self, message: str) -> int:
-        """Every run kept pending or running, failed with `message`; how many."""
+    async def fail_unfinished_runs(
+        self, message: str, kept: tuple[str, ...] = (), *, blank: bool = True
+    ) -> list[str]:
+        """Every run kept pending or running, failed with `message`, but those the nodes in
+        `kept` run (and those no node took, unless `blank`); the automations whose runs
+        moved."""
+        ...
+
+    async def take_runs(self, uris: list[str], node: str) -> None:
+        """Runs no node took yet (claimed by a Celery worker) are `node`'s now."""
         ...
 
     async def claim_due(self, now: datetime) -> list[tuple[str, list[str]]]:

@@ -77,8 +77,11 @@ class Runs:
         store: AutomationStore,
         records: dict[str, dict[str, Any]],
         say: Callable[[str], None],
+        node_id: str = "",
     ) -> None:
         self.host = host
+        #: This engine's node ("" for one process alone, which runs every run).
+        self.node_id = node_id
         self.store = store
         #: The automations kept (the catalogue's), and how an entry is said again.
         self.records = records
@@ -110,6 +113,40 @@ class Runs:
         self.live.pop(uri, None)
         self.channels.pop(uri, None)
         self.host.fanout.close(uri)
+
+    def here(self, run: dict[str, Any]) -> bool:
+        """Whether this node runs the run (or none does yet): its moves are this node's to
+        make; another's run is followed (`follow`)."""
+        return not self.node_id or run.get("node") in ("", None, self.node_id)
+
+    def follow(self, stored: dict[str, Any]) -> None:
+        """Another node's run, read back from the store as that node said it moved: the copy
+        held here brought in line, each move said on its channel as that node said it."""
+        run = self.live.get(stored["uri"])
+        if run is None or run is stored or self.here(run):
+            return
+        actions: list[dict[str, Any]] = []
+        for session in stored["sessions"]:
+            if session not in run["sessions"]:
+                actions.append({"type": "automationRun/sessionSet", "session": session})
+        for session in run["sessions"]:
+            if session not in stored["sessions"]:
+                actions.append({"type": "automationRun/sessionRemoved", "session": session})
+        primary = stored.get("primary_session")
+        if primary != run.get("primary_session"):
+            changed: dict[str, Any] = {"type": "automationRun/primarySessionChanged"}
+            if primary:
+                changed["primarySession"] = primary
+            actions.append(changed)
+        if stored["lifecycle"] != run["lifecycle"]:
+            actions.append(
+                {"type": "automationRun/lifecycleChanged", "lifecycle": stored["lifecycle"]}
+            )
+        run.update(stored)
+        channel = self.channels.get(run["uri"])
+        if channel is not None:
+            for action in actions:
+                self.host.fanout.emit(channel, action)
 
     def terminal(self, uri: str) -> bool:
         run = self.live.get(uri)

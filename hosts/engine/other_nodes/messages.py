@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from .. import access
@@ -33,12 +33,16 @@ CLIENT = "nodes.client"
 ACTIVE = "nodes.active"
 #: What a node tells the others: a root config push it took and kept.
 ROOT_CONFIG = "nodes.rootConfig"
+#: What a node tells the others: an automation it kept changed, or a run of it moved (the
+#: store has it now); each reads it back and says it (automations/catalogue.py).
+AUTOMATION = "nodes.automation"
 #: Every message another node tells this one (`heard`), as its inbox tells them apart.
 HEARD = frozenset(
     (
         ROOT_CONFIG,
         CLIENT,
         ACTIVE,
+        AUTOMATION,
         sessions_elsewhere.SESSION,
         sessions_elsewhere.HELLO,
         sessions_elsewhere.ROWS,
@@ -73,10 +77,17 @@ class OtherNodes:
         self._telling: asyncio.Task[None] | None = None
         #: The other nodes whose rows a start waits for (meet).
         self._rows_awaited: dict[str, asyncio.Future[None]] = {}
+        #: Who hears what the others tell of a part of the engine this module does not know
+        #: (the automations, which import the host): by kind.
+        self._listeners: dict[str, Callable[[dict[str, Any]], Awaitable[None]]] = {}
         if self._node_id:
             sessions.on_root_said = self._root_said
             sessions.on_active_count = self._active_counted
             clients.on_met = self._client_met
+
+    def listen(self, kind: str, heard: Callable[[dict[str, Any]], Awaitable[None]]) -> None:
+        """Have `heard` told each message of `kind` another node tells this one."""
+        self._listeners[kind] = heard
 
     def tell(self, message: dict[str, Any]) -> None:
         """Tell every other node `message`, after whatever this node told them before it."""
@@ -164,6 +175,8 @@ class OtherNodes:
                 str(message["principal"]),
                 message.get("name"),
             )
+        elif (listener := self._listeners.get(str(kind))) is not None:
+            await listener(message)
         elif kind == sessions_elsewhere.ROWS:
             self._sessions.rows_elsewhere(node, message["rows"])
             self._sessions.active_said_elsewhere(node, int(message.get("active") or 0))

@@ -18,6 +18,7 @@ from ..automations import Automations
 from ..automations.catalogue import unavailable
 from ..automations.operations import seen_entry
 from ..host import Host
+from ..placement import engine_channel
 from .caller import Caller
 
 
@@ -126,13 +127,14 @@ async def do_cancel_automation_run(
 ) -> None:
     """A client's automationRun/cancelRequested: the run's turns stopped (one with no session
     yet cancelled at once), and the request answered to its sender alone: what came of it is
-    the run's automationRun/lifecycleChanged."""
+    the run's automationRun/lifecycleChanged. A run another node runs is cancelled there."""
     automations = _automations(host)
     run = automations.runs.live.get(run_uri)
-    if run is not None and run["automation"] in automations.records:
-        # No operation an entry offers either: the grant's words, whoever asks.
-        _refused_unless(automations, caller, run["automation"], "automation:cancel")
-    if (reason := await automations.runs.cancel(run_uri)) is not None:
+    if run is not None and not automations.runs.here(run):
+        reason = await _cancel_elsewhere(host, caller, run)
+    else:
+        reason = await _cancel_here(automations, caller, run_uri)
+    if reason is not None:
         raise ProtocolError(ErrorCode.INVALID_PARAMS, reason)
     channel = host.fanout.channel(run_uri)
     assert channel is not None, "a live run has its channel"
@@ -144,6 +146,31 @@ async def do_cancel_automation_run(
         reduce_state=False,
         sender_only=True,
     )
+
+
+async def _cancel_here(automations: Automations, caller: Caller, run_uri: str) -> str | None:
+    run = automations.runs.live.get(run_uri)
+    if run is not None and run["automation"] in automations.records:
+        # No operation an entry offers either: the grant's words, whoever asks.
+        _refused_unless(automations, caller, run["automation"], "automation:cancel")
+    return await automations.runs.cancel(run_uri)
+
+
+async def _cancel_elsewhere(host: Host, caller: Caller, run: dict[str, Any]) -> str | None:
+    node = str(run["node"])
+    if host.relay is None or node not in await host.placement.others():
+        # Its node is gone: the run is failed as the nodes left see that.
+        return f"Automation run cancellation was not accepted: {run['uri']}"
+    answer = await host.relay.call(
+        engine_channel(node), "cancel_automation_run", caller.principal, {"run": run["uri"]}
+    )
+    return None if answer["refused"] is None else str(answer["refused"])
+
+
+async def do_cancel_run_here(host: Host, caller: Caller, run: str) -> dict[str, Any]:
+    """Another node's client asked to cancel a run this node runs: why not, or None (that
+    node answers its client)."""
+    return {"refused": await _cancel_here(_automations(host), caller, run)}
 
 
 async def do_automation_claimed(

@@ -16,6 +16,7 @@ from ..sessions.records import first_folder
 from .automations import (
     do_automation_claimed,
     do_automations_here,
+    do_cancel_run_here,
     do_create_automation,
     do_remove_automation,
     do_run_automation,
@@ -48,6 +49,8 @@ SERVICES: dict[str, Service] = {
     # it claimed an automation's, has this engine start them.
     "automations_here": Service(do_automations_here, None),
     "automation_claimed": Service(do_automation_claimed, None),
+    # Another node's client cancelling a run this node runs.
+    "cancel_automation_run": Service(do_cancel_run_here, None),
     # Another node whose client watches a channel this node runs (other_nodes/).
     "feed_channel": Service(do_feed_channel, None),
     "stop_feed": Service(do_stop_feed, None),

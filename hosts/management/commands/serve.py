@@ -105,8 +105,9 @@ class Command(BaseCommand):
             raise EnvError(f"the store could not be read: {exc}") from None
         # Sessions another node took while this one's lease had lapsed are let go here.
         node.on_lapsed = engine.let_go_taken
-        # Mirrors fed by a node gone are closed, their watchers sent to reconnect.
-        node.on_renewed = engine.nodes.check_feeders
+        # Mirrors fed by a node gone are closed, their watchers sent to reconnect; its
+        # automation runs are failed.
+        node.on_renewed = engine.check_nodes
         # The sessions the other nodes run, listed here before a client can ask.
         reactor_loop().run_until_complete(engine.nodes.meet())
 
