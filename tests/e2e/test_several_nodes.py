@@ -417,73 +417,6 @@ async def test_a_client_of_one_node_reconnects_to_another_and_is_sent_snapshots(
         assert [t["message"]["text"] for t in states[chat]["turns"]][:1] == ["before"]
 
 
-async def test_a_killed_nodes_session_is_taken_over_at_its_next_use(nodes, connect, workdir):
-    a = nodes["node-a"]
-    member = person(a, "member")
-    made = session_over_rest(a, member, workdir, "before")
-    holder_id = detail(a, member, made["uri"])["node"]
-    holder = nodes[holder_id]
-    survivor_id, survivor = next((k, v) for k, v in nodes.items() if k != holder_id)
-
-    watcher, state = await watched(connect, holder, member, made["chat"])
-    if state.get("activeTurn"):
-        await watcher.wait_action(ended(made["chat"], made["turnId"]), timeout=30)
-    # A client of the survivor watches it too, through its mirror there.
-    far, _ = await watched(connect, survivor, member, made["chat"])
-    status, held = call(holder, "POST", at(made["uri"]) + "messages/", member, {"message": "hold"})
-    assert status == 202, held
-    for client in (watcher, far):
-        await client.wait_action(
-            lambda e: e["channel"] == made["chat"] and e["action"]["type"] == "chat/delta",
-            timeout=30,
-        )
-    # Written behind as it streams: the database every node reads has the running turn, and
-    # some of what it said.
-    deadline = time.monotonic() + 30
-    while not streamed(detail(survivor, member, made["uri"])["chats"][0]["turns"]):
-        assert time.monotonic() < deadline
-        time.sleep(0.1)
-    await watcher.close()
-    holder.kill()
-
-    # The survivor's client of the mirror is closed once the lease lapses, to reconnect; and
-    # it is sent the session afresh, as the survivor took it over: the turn interrupted.
-    await asyncio.wait_for(asyncio.shield(far._reader), LEASE_SECONDS + 15)
-    assert far.ws.close_code == 1012
-    deadline = time.monotonic() + 15
-    while {n["id"] for n in call(survivor, "GET", "status/")[1]["nodes"]} != {survivor_id}:
-        assert time.monotonic() < deadline
-        time.sleep(0.25)
-    again = await connect(survivor.url, token=member, client_id=far.client_id)
-    recovered = await again.request(
-        "reconnect",
-        {
-            "channel": "ahp-root://",
-            "clientId": far.client_id,
-            "lastSeenServerSeq": max(e["serverSeq"] for e in far.actions),
-            "subscriptions": ["ahp-root://", made["chat"]],
-        },
-    )
-    assert recovered["type"] == "snapshot"
-    [chat_state] = [s["state"] for s in recovered["snapshots"] if s["resource"] == made["chat"]]
-    assert [t["state"] for t in chat_state["turns"]] == ["complete", "error"]
-    status, sent = call(
-        survivor, "POST", at(made["uri"]) + "messages/", member, {"message": "after"}
-    )
-    assert status == 202, sent
-    assert detail(survivor, member, made["uri"])["node"] == survivor_id
-    client, state = await watched(connect, survivor, member, made["chat"])
-    if (state.get("activeTurn") or {}).get("id") == sent["turnId"]:
-        await client.wait_action(ended(made["chat"], sent["turnId"]), timeout=30)
-    turns = detail(survivor, member, made["uri"])["chats"][0]["turns"]
-    assert [turn["message"]["text"] for turn in turns] == ["before", "hold", "after"]
-    assert [turn["state"] for turn in turns] == ["complete", "error", "complete"]
-    interrupted = turns[1]["responseParts"][-1]
-    assert interrupted["error"]["errorType"] == "executionInterrupted"
-    # What the dead node streamed before it died is kept.
-    assert any(part.get("kind") == "markdown" for part in turns[1]["responseParts"])
-
-
 CATALOGUE = "ahp-automations://"
 
 
@@ -612,3 +545,90 @@ async def test_a_celery_fired_run_is_started_once_by_one_node_and_followed_on_ev
         turns = detail(b, admin, session)["chats"][0]["turns"]
         assert [(t["message"]["text"], t["state"]) for t in turns] == [("from celery", "complete")]
         await far.assert_conforms(CATALOGUE)
+
+
+# Last: a node of the module's is killed.
+async def test_a_killed_nodes_session_is_taken_over_at_its_next_use(nodes, connect, workdir):
+    a = nodes["node-a"]
+    member = person(a, "member")
+    made = session_over_rest(a, member, workdir, "before")
+    holder_id = detail(a, member, made["uri"])["node"]
+    holder = nodes[holder_id]
+    survivor_id, survivor = next((k, v) for k, v in nodes.items() if k != holder_id)
+
+    # An automation run the holder runs, running when it dies.
+    admin = person(a, "admin")
+    cataloguer = await cataloguing(connect, survivor, admin)
+    starter = await cataloguing(connect, holder, admin)
+    automation_uri = f"ahp-automation:/{uuid.uuid4()}"
+    made_automation = {"type": "automation/createRequested", "resource": automation_uri}
+    made_automation["definition"] = automation(workdir, "hold")
+    assert "rejectionReason" not in await starter.dispatch_and_wait(CATALOGUE, made_automation)
+    pressed = {"channel": CATALOGUE, "automation": automation_uri, "requestId": "kill"}
+    run = (await starter.request("runAutomation", pressed))["resource"]
+    await cataloguer.wait_for(lambda: run_status(cataloguer, automation_uri, run) == "running", 30)
+
+    watcher, state = await watched(connect, holder, member, made["chat"])
+    if state.get("activeTurn"):
+        await watcher.wait_action(ended(made["chat"], made["turnId"]), timeout=30)
+    # A client of the survivor watches it too, through its mirror there.
+    far, _ = await watched(connect, survivor, member, made["chat"])
+    status, held = call(holder, "POST", at(made["uri"]) + "messages/", member, {"message": "hold"})
+    assert status == 202, held
+    for client in (watcher, far):
+        await client.wait_action(
+            lambda e: e["channel"] == made["chat"] and e["action"]["type"] == "chat/delta",
+            timeout=30,
+        )
+    # Written behind as it streams: the database every node reads has the running turn, and
+    # some of what it said.
+    deadline = time.monotonic() + 30
+    while not streamed(detail(survivor, member, made["uri"])["chats"][0]["turns"]):
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    await watcher.close()
+    holder.kill()
+
+    # The survivor's client of the mirror is closed once the lease lapses, to reconnect; and
+    # it is sent the session afresh, as the survivor took it over: the turn interrupted.
+    await asyncio.wait_for(asyncio.shield(far._reader), LEASE_SECONDS + 15)
+    assert far.ws.close_code == 1012
+    deadline = time.monotonic() + 15
+    while {n["id"] for n in call(survivor, "GET", "status/")[1]["nodes"]} != {survivor_id}:
+        assert time.monotonic() < deadline
+        time.sleep(0.25)
+    again = await connect(survivor.url, token=member, client_id=far.client_id)
+    recovered = await again.request(
+        "reconnect",
+        {
+            "channel": "ahp-root://",
+            "clientId": far.client_id,
+            "lastSeenServerSeq": max(e["serverSeq"] for e in far.actions),
+            "subscriptions": ["ahp-root://", made["chat"]],
+        },
+    )
+    assert recovered["type"] == "snapshot"
+    [chat_state] = [s["state"] for s in recovered["snapshots"] if s["resource"] == made["chat"]]
+    assert [t["state"] for t in chat_state["turns"]] == ["complete", "error"]
+    status, sent = call(
+        survivor, "POST", at(made["uri"]) + "messages/", member, {"message": "after"}
+    )
+    assert status == 202, sent
+    assert detail(survivor, member, made["uri"])["node"] == survivor_id
+    client, state = await watched(connect, survivor, member, made["chat"])
+    if (state.get("activeTurn") or {}).get("id") == sent["turnId"]:
+        await client.wait_action(ended(made["chat"], sent["turnId"]), timeout=30)
+    turns = detail(survivor, member, made["uri"])["chats"][0]["turns"]
+    assert [turn["message"]["text"] for turn in turns] == ["before", "hold", "after"]
+    assert [turn["state"] for turn in turns] == ["complete", "error", "complete"]
+    interrupted = turns[1]["responseParts"][-1]
+    assert interrupted["error"]["errorType"] == "executionInterrupted"
+    # What the dead node streamed before it died is kept.
+    assert any(part.get("kind") == "markdown" for part in turns[1]["responseParts"])
+    # Its automation run was failed by the node that saw it gone, and said so.
+    await cataloguer.wait_for(
+        lambda: run_status(cataloguer, automation_uri, run) == "failed", timeout=LEASE_SECONDS + 15
+    )
+    [failed] = entry_of(cataloguer, automation_uri)["runs"]
+    assert failed["lifecycle"]["error"]["errorType"] == "interrupted"
+    assert failed["lifecycle"]["error"]["message"].startswith("The node running this run stopped")
