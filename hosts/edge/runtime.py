@@ -29,7 +29,7 @@ from ..backends.base import Agent, McpServerSpec
 from ..backends.config import build_agents, load_agents, load_mcp_servers
 from ..backends.sandbox import SandboxSettings, decide
 from ..engine.host import Host, HostSettings
-from ..engine.other_nodes import feeds, messages
+from ..engine.other_nodes import feeds, messages, piped_clients
 from ..engine.placement import NODES_GROUP, engine_channel
 from ..engine.router import Router
 from ..engine.telemetry import TelemetrySettings
@@ -186,6 +186,8 @@ async def get_router() -> Router:
         build: Callable[[], Host] = import_string(settings.AHPD_ENGINE_BUILDER)
         _host = build()
         _router = Router(_host)
+        # A client another node's socket pipes here is answered as this node's own are.
+        _host.pipes.receive = _router.receive
         await _host.start()
         await _start_automations(_host)
         # What the engine read at start lives as long as the process: the cyclic collector
@@ -356,6 +358,9 @@ async def _read_inbox(host: Host, channel: str) -> None:
                 continue
             if kind in messages.HEARD:
                 await host.nodes.heard(message)
+                continue
+            if kind in piped_clients.KINDS:
+                await host.pipes.heard(message)
                 continue
             elsewhere = await host.wake(str(message.get("channel")))
             if elsewhere is not None:

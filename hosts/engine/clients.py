@@ -21,9 +21,10 @@ class ClientRecord:
     client_name: str | None = None
     connections: int = 0
     gone_since: float | None = None
-    #: Met by another node of the host (told so): a reconnect here is sent its channels'
-    #: snapshots, that node's serverSeq meaning nothing here.
-    met_elsewhere: bool = False
+    #: The other node of the host that met it last (told so), or "" for this one: a reconnect
+    #: here is piped to that node while it is live (other_nodes/piped_clients.py), and sent
+    #: its channels' snapshots once it is not, that node's serverSeq meaning nothing here.
+    met_by: str = ""
 
 
 class Clients:
@@ -76,14 +77,19 @@ class Clients:
         record.client_name = conn.client_name
         record.connections += 1
         record.gone_since = None
-        record.met_elsewhere = False
+        record.met_by = ""
         if self.on_met is not None:
             self.on_met(record)
 
     def met_elsewhere(
-        self, client_id: str, version_text: str, principal: str, client_name: str | None
+        self,
+        node: str,
+        client_id: str,
+        version_text: str,
+        principal: str,
+        client_name: str | None,
     ) -> None:
-        """Another node of the host met the client: kept here as one gone, for the time a
+        """Node `node` of the host met the client: kept here as one gone, for the time a
         record is kept, so that it may reconnect here (its node gone, or a proxy's choice);
         a client this node holds a connection of is left as it is."""
         record = self._records.get(client_id)
@@ -100,7 +106,7 @@ class Clients:
             principal,
             client_name,
             gone_since=time.monotonic(),
-            met_elsewhere=True,
+            met_by=node,
         )
 
     def gone(self, conn: Connection) -> None:

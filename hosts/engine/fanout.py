@@ -187,22 +187,29 @@ class Fanout:
         """
         conns = list(self._connections)
         for conn in conns:
-            owed = [*conn.outbox, *conn.this_pass]
-            conn.this_pass = []
-            conn.outbox.clear()
-            conn.outbox_bytes = 0
-            self.queued_total -= conn.queued
-            conn.queued = 0
-            self._dirty.pop(conn, None)
-            conn.closed = True
-            try:
-                if owed and not conn.transport.write_now(owed):
-                    await conn.transport.send_batch(owed)
-                await conn.transport.close(code, reason)
-            except Exception:
-                log.warning("closing %r failed; dropping it", conn, exc_info=True)
-                self.disconnect(conn)
+            await self.close_one(conn, code, reason)
         return len(conns)
+
+    async def close_one(self, conn: Connection, code: int, reason: str) -> None:
+        """Hand one client what it is owed, then a close frame; nothing more goes to it (it
+        stays open here until its socket says it is gone)."""
+        if conn.closed:
+            return
+        owed = [*conn.outbox, *conn.this_pass]
+        conn.this_pass = []
+        conn.outbox.clear()
+        conn.outbox_bytes = 0
+        self.queued_total -= conn.queued
+        conn.queued = 0
+        self._dirty.pop(conn, None)
+        conn.closed = True
+        try:
+            if owed and not conn.transport.write_now(owed):
+                await conn.transport.send_batch(owed)
+            await conn.transport.close(code, reason)
+        except Exception:
+            log.warning("closing %r failed; dropping it", conn, exc_info=True)
+            self.disconnect(conn)
 
     async def all_gone(self, timeout: float) -> bool:
         """Wait until no connection is left, at most `timeout` seconds; whether none is."""

@@ -45,6 +45,7 @@ from .host_settings import HostSettings as HostSettings
 from .other_nodes.feeds import Feeds
 from .other_nodes.messages import ROOT_CONFIG, OtherNodes
 from .other_nodes.mirrors import Mirrors
+from .other_nodes.piped_clients import PipedClients
 from .permissions import Permissions
 from .placement import Elsewhere, HereOnly, Placement, Relay, engine_channel
 from .ports import ListedMcpServers, McpServerDirectory, Store, Transport
@@ -212,8 +213,16 @@ class Host:
         #: The channels this node runs, fed to the nodes whose clients watch them; the ones
         #: another node runs, mirrored here for this node's clients (other_nodes/).
         self.feeds = Feeds(self.fanout, relay, self.placement.node_id)
-        self.mirrors = Mirrors(self.fanout, relay, engine_channel(self.placement.node_id))
+        self.mirrors = Mirrors(
+            self.fanout,
+            relay,
+            engine_channel(self.placement.node_id),
+            settings.client_record_ttl_s,
+        )
         self.fanout.on_left(self.mirrors.left)
+        #: The clients whose sockets on this node are piped to the node that met them, and
+        #: those whose sockets on another node are piped here.
+        self.pipes = PipedClients(self.fanout, relay, self.placement, self.clients, self.disconnect)
         #: What this node tells the other nodes of the host, and hears from them.
         self.nodes = OtherNodes(
             self.placement,
@@ -346,10 +355,13 @@ class Host:
 
     async def check_nodes(self) -> None:
         """At each renewal of this node's lease, a look at whether the others are there: the
-        mirrors a node gone fed are closed, and the runs it ran failed."""
-        await self.nodes.check_feeders()
+        mirrors a node gone fed are closed, the sockets piped to it too, and the runs it ran
+        failed."""
+        live = set(await self.placement.others())
+        await self.nodes.check_feeders(live)
+        await self.pipes.homes_gone(live)
         if self.automations is not None:
-            await self.automations.check_nodes()
+            await self.automations.check_nodes(live)
 
     async def let_go_taken(self) -> None:
         """Let go every session another node took while this one was thought gone (its lease
@@ -511,6 +523,7 @@ class Host:
 
     def disconnect(self, conn: Connection) -> None:
         """The socket is gone: stop delivering to it and start the client record's clock."""
+        self.pipes.gone(conn)
         if self.fanout.disconnect(conn):
             connections_log.info(
                 "disconnected: %s (client %s)",

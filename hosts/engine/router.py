@@ -35,10 +35,23 @@ class Router:
 
     async def receive(self, conn: Connection, text: str) -> None:
         """Take one text frame from a connection and queue its answer, if it has one."""
+        pipes = self.host.pipes
+        if pipes.piped(conn):
+            await pipes.forward(conn, text)  # answered by the node that holds the client
+            return
         try:
             incoming = jsonrpc.parse(text)
         except jsonrpc.FrameError as exc:
             self.host.fanout.send(conn, jsonrpc.error_frame(exc.request_id, exc))
+            return
+        if (
+            incoming.method == "reconnect"
+            and not conn.ready
+            and (home := await pipes.home_of(conn, incoming.params)) is not None
+            and await pipes.open(conn, home, text)
+        ):
+            # Met last by another node that is there: resumed by it, from its own serverSeq,
+            # and answered by it from now on (other_nodes/piped_clients.py).
             return
         if isinstance(incoming, jsonrpc.Response):
             self.host.client_requests.answered(conn, incoming)

@@ -366,12 +366,13 @@ async def test_root_config_set_on_one_node_is_seen_on_every_node(nodes, connect)
 
 
 async def reconnected(connect, server: ServerProcess, token: str, client_id: str, params: dict):
-    """A reconnect to `server` of a client another node met, once it has been told of it."""
+    """A reconnect to `server` of a client another node met, once it has been told of it: the
+    client, and the reconnect's answer."""
     deadline = time.monotonic() + 10
     while True:
         again = await connect(server.url, token=token, client_id=client_id)
         try:
-            return await again.request("reconnect", {"clientId": client_id, **params})
+            return again, await again.request("reconnect", {"clientId": client_id, **params})
         except RpcError as error:
             if error.code != -32008 or time.monotonic() > deadline:
                 raise
@@ -379,30 +380,61 @@ async def reconnected(connect, server: ServerProcess, token: str, client_id: str
         await asyncio.sleep(0.1)
 
 
-async def test_a_client_of_one_node_reconnects_to_another_and_is_sent_snapshots(
+def turn_done(server: ServerProcess, token: str, uri: str, count: int) -> None:
+    """Until the session's one chat holds `count` turns, the last of them over."""
+    deadline = time.monotonic() + 30
+    while True:
+        turns = detail(server, token, uri)["chats"][0]["turns"]
+        if len(turns) == count and turns[-1]["state"] != "running":
+            return
+        assert time.monotonic() < deadline, turns
+        time.sleep(0.1)
+
+
+async def test_a_client_of_one_node_reconnects_to_another_and_is_replayed_by_the_first(
     nodes, connect, workdir
 ):
+    """A client that reconnects to another node is piped to the node it spoke to, which
+    replays what it missed from its own serverSeq and answers it from then on: in AHP 1.0's
+    one watermark and in 1.1's per-channel cursors, whichever node runs the session."""
     member = person(nodes["node-a"], "member")
     made = session_over_rest(nodes["node-a"], member, workdir, "before")
     chat = made["chat"]
+    turn_done(nodes["node-a"], member, made["uri"], 1)
+    count = 1
     for versions, first_node, next_node in (
         (["1.0.0"], "node-a", "node-b"),
         (["1.1.0"], "node-b", "node-a"),
     ):
         first = await connect(nodes[first_node].url, token=member)
         await first.initialize(versions, subscriptions=["ahp-root://", chat])
+        # It works in the session (through this node's mirror of it, where the other node runs
+        # it), and drops.
+        before = turn(f"before leaving, {versions[0]}")
+        assert "rejectionReason" not in await first.dispatch_and_wait(chat, before, timeout=30)
+        await first.wait_action(ended(chat, before["turnId"]), timeout=30)
+        count += 1
         seen = max([first.last_seq, *(e["serverSeq"] for e in first.actions)])
         await first.close()
+        # Said while it was away: a turn, sent to the node it comes back to.
+        text = f"while away, {versions[0]}"
+        sent = call(
+            nodes[next_node], "POST", at(made["uri"]) + "messages/", member, {"message": text}
+        )
+        assert sent[0] == 202, sent
+        count += 1
+        turn_done(nodes[next_node], member, made["uri"], count)
         if versions == ["1.0.0"]:
             params = {
                 "channel": "ahp-root://",
                 "lastSeenServerSeq": seen,
                 "subscriptions": ["ahp-root://", chat],
             }
-            result = await reconnected(connect, nodes[next_node], member, first.client_id, params)
-            # Its serverSeq was the other node's: the snapshots, never a replay.
-            assert result["type"] == "snapshot"
-            states = {s["resource"]: s["state"] for s in result["snapshots"]}
+            again, result = await reconnected(
+                connect, nodes[next_node], member, first.client_id, params
+            )
+            assert result["type"] == "replay", result
+            missed = result["actions"]
         else:
             params = {
                 "channel": "ahp-root://",
@@ -411,10 +443,39 @@ async def test_a_client_of_one_node_reconnects_to_another_and_is_sent_snapshots(
                     {"channel": chat, "lastSeenServerSeq": seen},
                 ],
             }
-            result = await reconnected(connect, nodes[next_node], member, first.client_id, params)
-            assert [r["kind"] for r in result["channels"]] == ["snapshot", "snapshot"]
-            states = {r["channel"]: r["snapshot"]["state"] for r in result["channels"]}
-        assert [t["message"]["text"] for t in states[chat]["turns"]][:1] == ["before"]
+            again, result = await reconnected(
+                connect, nodes[next_node], member, first.client_id, params
+            )
+            assert [r["kind"] for r in result["channels"]] == ["replay", "replay"], result
+            missed = [a for r in result["channels"] for a in r["actions"]]
+        # The turn it missed, as the node it spoke to said it: each serverSeq past the one it
+        # last saw there, in order.
+        started = [
+            e for e in missed if e["channel"] == chat and e["action"]["type"] == "chat/turnStarted"
+        ]
+        assert [e["action"]["message"]["text"] for e in started] == [text]
+        seqs = sorted(e["serverSeq"] for e in missed)
+        assert seqs[0] > seen and len(set(seqs)) == len(seqs)
+        # Answered by that node from now on: a request, and what is said live, its serverSeq
+        # going on from the replay's.
+        listed = await again.request("listSessions", {"channel": "ahp-root://"})
+        assert made["uri"] in {item["resource"] for item in listed["items"]}
+        action = turn(f"after coming back, {versions[0]}")
+        echo = await again.dispatch_and_wait(chat, action, timeout=30)
+        assert "rejectionReason" not in echo, echo
+        assert echo["serverSeq"] > seqs[-1]
+        await again.wait_action(ended(chat, action["turnId"]), timeout=30)
+        count += 1
+        state = (await again.request("subscribe", {"channel": chat}))["snapshot"]["state"]
+        assert len(state["turns"]) == count
+        await again.close()
+
+    # Another person's reconnect under its client id is piped nowhere, and resumes nothing.
+    stranger = outsider(nodes["node-b"])
+    with pytest.raises(RpcError) as refused:
+        await reconnected(connect, nodes["node-b"], stranger, first.client_id, params)
+    assert refused.value.code == -32008
+    assert refused.value.message == f"Reconnect client not found: {first.client_id}"
 
 
 CATALOGUE = "ahp-automations://"
@@ -587,12 +648,28 @@ async def test_a_killed_nodes_session_is_taken_over_at_its_next_use(nodes, conne
         assert time.monotonic() < deadline
         time.sleep(0.1)
     await watcher.close()
+    # The holder's client comes back through the survivor: piped to the holder, which met it,
+    # and replayed there.
+    piped, resumed = await reconnected(
+        connect,
+        survivor,
+        member,
+        watcher.client_id,
+        {
+            "channel": "ahp-root://",
+            "lastSeenServerSeq": max(e["serverSeq"] for e in watcher.actions),
+            "subscriptions": ["ahp-root://", made["chat"]],
+        },
+    )
+    assert resumed["type"] == "replay"
     holder.kill()
 
-    # The survivor's client of the mirror is closed once the lease lapses, to reconnect; and
-    # it is sent the session afresh, as the survivor took it over: the turn interrupted.
-    await asyncio.wait_for(asyncio.shield(far._reader), LEASE_SECONDS + 15)
-    assert far.ws.close_code == 1012
+    # The survivor's clients of the mirror and of the pipe are closed once the lease lapses,
+    # to reconnect; and each is sent the session afresh, as the survivor took it over: the
+    # turn interrupted.
+    for client in (far, piped):
+        await asyncio.wait_for(asyncio.shield(client._reader), LEASE_SECONDS + 15)
+        assert client.ws.close_code == 1012
     deadline = time.monotonic() + 15
     while {n["id"] for n in call(survivor, "GET", "status/")[1]["nodes"]} != {survivor_id}:
         assert time.monotonic() < deadline
@@ -610,6 +687,11 @@ async def test_a_killed_nodes_session_is_taken_over_at_its_next_use(nodes, conne
     assert recovered["type"] == "snapshot"
     [chat_state] = [s["state"] for s in recovered["snapshots"] if s["resource"] == made["chat"]]
     assert [t["state"] for t in chat_state["turns"]] == ["complete", "error"]
+    # The piped client's node is gone: resumed by the survivor itself, from the snapshots.
+    back = await connect(survivor.url, token=member, client_id=piped.client_id)
+    params = {"channel": "ahp-root://", "clientId": piped.client_id, "lastSeenServerSeq": 1}
+    params["subscriptions"] = ["ahp-root://", made["chat"]]
+    assert (await back.request("reconnect", params))["type"] == "snapshot"
     status, sent = call(
         survivor, "POST", at(made["uri"]) + "messages/", member, {"message": "after"}
     )

@@ -203,13 +203,11 @@ class Automations:
             self.runs.follow(run)
         self._show(uri)
 
-    async def check_nodes(self) -> None:
-        """At each renewal of this node's lease: the unfinished runs of a node gone since the
-        last look are failed (once, whichever node sees it first), and the others told."""
-        if not self.node_id:
-            return
-        live = set(await self.host.placement.others())
-        if live == self._live_seen:
+    async def check_nodes(self, live: set[str]) -> None:
+        """At each renewal of this node's lease (`live`: the other nodes there): the
+        unfinished runs of a node gone since the last look are failed (once, whichever node
+        sees it first), and the others told."""
+        if not self.node_id or live == self._live_seen:
             return
         self._live_seen = live
         kept = (self.node_id, *sorted(live))

@@ -215,7 +215,7 @@ async def reconnect(host: Host, conn: Connection, params: dict[str, Any]) -> dic
     if record is None:
         raise ProtocolError(ErrorCode.NOT_FOUND, f"Reconnect client not found: {client_id}")
     # A client another node met counted that node's serverSeq: sent snapshots, never replays.
-    replayable = not record.met_elsewhere
+    replayable = not record.met_by
     # The connection is held to the version the client agreed at initialize.
     if not conn.ready:
         conn.client_id = client_id

@@ -4,15 +4,14 @@ Each node that watches any of this node's channels is one connection here, subsc
 channels like any client, with every grant and the newest protocol version: the fan-out
 sequences, reduces and rings each action once, as for its own clients, and hands the frames of
 a pass to that connection's transport, which sends them to the watching node's inbox over the
-channel layer in one message, in order. A node that falls too far behind is dropped as a slow
-client is, and told its mirrors are lost.
+channel layer in one message, in order (layer_transport.py). A node that falls too far behind
+is dropped as a slow client is, and told its mirrors are lost.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -23,6 +22,7 @@ from ..connection import Connection
 from ..fanout import Fanout
 from ..placement import Relay
 from ..principal import Principal
+from .layer_transport import LayerTransport
 
 log = logging.getLogger("ahpd.nodes")
 
@@ -32,67 +32,6 @@ FED_KINDS = ("session", "chat", "changeset", "annotations")
 #: What the inbox of a watching node is told.
 FRAMES = "mirror.frames"
 LOST = "mirror.lost"
-
-
-class FeedTransport:
-    """A watching node's inbox, as the fan-out's transport: frames are taken at once and sent
-    in order by a task of its own, every frame waiting then in one layer message."""
-
-    def __init__(self, relay: Relay, inbox: str, node_id: str) -> None:
-        self._relay = relay
-        self._inbox = inbox
-        self._node_id = node_id
-        #: Told once a send failed: what followed cannot be sent after a gap, so the node
-        #: fed is dropped (Feeds.drop) and told its mirrors are lost, to open them afresh.
-        self.on_failed: Callable[[], None] = lambda: None
-        self._waiting: list[str] = []
-        self._bytes = 0
-        self._wanted = asyncio.Event()
-        self._closed = False
-        self._task = asyncio.get_running_loop().create_task(self._send_loop())
-
-    def write_now(self, texts: list[str]) -> bool:
-        if self._closed:
-            return True
-        self._waiting.extend(texts)
-        self._bytes += sum(map(len, texts))
-        self._wanted.set()
-        return True
-
-    async def send_batch(self, texts: list[str]) -> None:
-        self.write_now(texts)
-
-    def buffered(self) -> int | None:
-        return self._bytes
-
-    async def close(self, code: int, reason: str) -> None:
-        await self.abort()
-
-    async def abort(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        self._task.cancel()
-        try:
-            await self._relay.send(self._inbox, {"type": LOST, "node": self._node_id})
-        except Exception:
-            log.exception("telling %s its mirrors are lost failed", self._inbox)
-
-    async def _send_loop(self) -> None:
-        while True:
-            await self._wanted.wait()
-            self._wanted.clear()
-            frames, self._waiting, self._bytes = self._waiting, [], 0
-            if not frames:
-                continue
-            try:
-                await self._relay.send(
-                    self._inbox, {"type": FRAMES, "node": self._node_id, "frames": frames}
-                )
-            except Exception:
-                log.exception("feeding %s failed; its mirrors are lost", self._inbox)
-                self.on_failed()
-                return
 
 
 class Feeds:
@@ -112,7 +51,13 @@ class Feeds:
         assert self._relay is not None, "a node feeds others over its relay"
         conn = self._by_inbox.get(inbox)
         if conn is None or conn.closed:
-            transport = FeedTransport(self._relay, inbox, self._node_id)
+            node = self._node_id
+            transport = LayerTransport(
+                self._relay,
+                inbox,
+                lambda frames: {"type": FRAMES, "node": node, "frames": frames},
+                lambda code, reason: {"type": LOST, "node": node},
+            )
             conn = self._fanout.connect(transport, f"node inbox {inbox}")
             transport.on_failed = lambda: self.drop(inbox)
             conn.principal = conn.admitted_principal = Principal(f"node:{inbox}", ("*:*",))

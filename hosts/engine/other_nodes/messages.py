@@ -170,6 +170,7 @@ class OtherNodes:
             self._sessions.active_said_elsewhere(node, int(message["count"]))
         elif kind == CLIENT:
             self._clients.met_elsewhere(
+                node,
                 str(message["clientId"]),
                 str(message["version"]),
                 str(message["principal"]),
@@ -184,19 +185,14 @@ class OtherNodes:
             if waited is not None and not waited.done():
                 waited.set_result(None)
 
-    async def check_feeders(self) -> None:
-        """Close the mirrors fed by nodes that are gone (killed, their lease lapsed), stop
-        feeding those, and count their turns no more: told at each renewal of this node's
-        lease."""
-        fed_by = self._mirrors.nodes()
-        counted = set(self._sessions.active_elsewhere)
-        if not fed_by and not counted and not self._feeds.feeding():
-            return
-        live = set(await self._placement.others())
-        for node in fed_by - live:
+    async def check_feeders(self, live: set[str]) -> None:
+        """Close the mirrors fed by nodes that are gone (killed, their lease lapsed; `live` are
+        those there), stop feeding those, and count their turns no more: told at each renewal
+        of this node's lease."""
+        for node in self._mirrors.nodes() - live:
             await self.feeder_lost(node)
         self._feeds.keep_only({engine_channel(node) for node in live})
-        for node in counted - live:
+        for node in set(self._sessions.active_elsewhere) - live:
             # Its turns ended with it (each is ended as interrupted where it is taken over).
             self._sessions.active_said_elsewhere(node, None)
 

@@ -5,7 +5,9 @@ mirror: a channel of this node's fan-out, seeded with the running node's state a
 its serverSeqs (feeds.py) and moved by every later action that node says, each sequenced, held
 and ringed here as this node's own. So a client sees one serverSeq, this node's, however its
 channels are spread, and a reconnect here replays the mirror's actions like any others. The
-first subscriber opens the mirror; the last one leaving closes it.
+first subscriber opens the mirror; the last one leaving closes it, at once where it
+unsubscribed, and after the time a client's record is kept where its socket dropped: a client
+that reconnects in that time is replayed what the mirror was said meanwhile.
 
 Whose a mirrored session is (its owner, its scope) comes with the seed, so every later
 subscriber here is judged as on the node that runs it. What a client dispatches to a mirrored
@@ -62,9 +64,13 @@ class Mirror:
 
 
 class Mirrors:
-    def __init__(self, fanout: Fanout, relay: Relay | None, inbox: str) -> None:
+    def __init__(
+        self, fanout: Fanout, relay: Relay | None, inbox: str, kept_s: float = 300.0
+    ) -> None:
         self._fanout = fanout
         self._relay = relay
+        #: How long a mirror is kept open once the last client watching it dropped.
+        self._kept_s = kept_s
         #: This node's inbox, where the running nodes send what they say.
         self.inbox = inbox
         self._by_uri: dict[str, Mirror] = {}
@@ -151,12 +157,26 @@ class Mirrors:
         )
 
     def left(self, client_id: str, channels: list[Channel], dropped: bool) -> None:
-        """A client stopped watching channels: a mirror nobody here watches is closed."""
+        """A client stopped watching channels: a mirror nobody here watches is closed (where
+        the client dropped, once it has not come back to it for a while)."""
         for channel in channels:
             mirror = self._by_uri.get(channel.uri)
             if mirror is None or mirror.channel is not channel or channel.subscribers:
                 continue
-            self._close(channel.uri, mirror)
+            if dropped:
+                asyncio.get_running_loop().call_later(
+                    self._kept_s, self._close_unwatched, channel.uri, mirror
+                )
+            else:
+                self._close(channel.uri, mirror)
+
+    def _close_unwatched(self, uri: str, mirror: Mirror) -> None:
+        if (
+            self._by_uri.get(uri) is mirror
+            and mirror.channel is not None
+            and not mirror.channel.subscribers
+        ):
+            self._close(uri, mirror)
 
     def session_gone(self, session: str) -> None:
         """The running node disposed a session: its mirrors here close, as its channels closed

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..host import Host
+from ..other_nodes.piped_clients import OPEN_SERVICE
 from ..principal import Principal
 from ..sessions.records import first_folder
 from .automations import (
@@ -23,7 +24,7 @@ from .automations import (
     do_update_automation,
 )
 from .caller import Caller
-from .node_feeds import do_feed_channel, do_stop_feed
+from .node_feeds import do_feed_channel, do_open_pipe, do_stop_feed
 from .policies import do_create_checked_session
 from .sessions import Created, do_dispose_session
 from .turns import do_cancel_session, do_send_to_session
@@ -54,6 +55,8 @@ SERVICES: dict[str, Service] = {
     # Another node whose client watches a channel this node runs (other_nodes/).
     "feed_channel": Service(do_feed_channel, None),
     "stop_feed": Service(do_stop_feed, None),
+    # Another node whose socket's client this node met last (other_nodes/piped_clients.py).
+    OPEN_SERVICE: Service(do_open_pipe, None),
 }
 
 

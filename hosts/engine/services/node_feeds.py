@@ -1,5 +1,6 @@
-"""Feeding another node's mirror of a channel this node runs (other_nodes/): asked over the
-relay by the node whose client subscribed, as that client's person."""
+"""Feeding another node's mirror of a channel this node runs, and holding the connection of a
+client another node's socket pipes here (other_nodes/): asked over the relay by the node whose
+client subscribed (or reconnected), as that client's person."""
 
 from __future__ import annotations
 
@@ -40,3 +41,13 @@ async def do_feed_channel(host: Host, caller: Caller, *, uri: str, inbox: str, t
 def do_stop_feed(host: Host, caller: Caller, *, uri: str, inbox: str, token: str) -> None:
     """Stop feeding `uri` to the node reading `inbox` (its last watcher there left)."""
     host.feeds.stop(uri, inbox, token)
+
+
+def do_open_pipe(
+    host: Host, caller: Caller, *, pipe: str, inbox: str, peer: str, text: str
+) -> dict[str, Any]:
+    """Hold the connection of a client that reconnected to the node reading `inbox`, signed
+    in there as the caller, which this node met last: its frames carried both ways from now
+    on (other_nodes/piped_clients.py), its reconnect `text` the first."""
+    host.pipes.take(caller.principal, pipe, inbox, peer, text)
+    return {}
