@@ -15,6 +15,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote
 
@@ -321,18 +322,12 @@ async def test_every_node_lists_every_session_and_says_each_change(nodes, connec
         assert made["uri"] not in listed((await stranger.request("listSessions", {}))["items"])
 
     # A node started later lists every session the others run before it says it serves.
-    shared = {key: nodes["node-a"].env()[key] for key in ("DATABASE_URL", "AHPD_REDIS_PREFIX")}
-    late = ServerProcess(
-        env_extra={**nodes["node-a"].env_extra, **shared, "AHPD_NODE_ID": "node-c"}
-    ).start()
-    try:
+    with third_node(nodes) as late:
         client = await connect(late.url, token=member)
         await client.initialize()
         everyone = listed((await client.request("listSessions", {}))["items"])
         first = listed((await watchers["node-a"].request("listSessions", {}))["items"])
         assert made["uri"] in everyone and first <= everyone
-    finally:
-        late.close()
 
     status, _ = call(nodes["node-a"], "DELETE", at(made["uri"]), member)
     assert status == 204
@@ -363,6 +358,77 @@ async def test_root_config_set_on_one_node_is_seen_on_every_node(nodes, connect)
         late = await connect(server.url)
         root = (await late.initialize())["snapshots"][0]["state"]
         assert root["config"]["values"]["x-nodes"] == mark["x-nodes"]
+
+
+@contextmanager
+def third_node(nodes: dict[str, ServerProcess]) -> Iterator[ServerProcess]:
+    """A third node of the two's host, for as long as a test needs it (stopped cleanly)."""
+    shared = {key: nodes["node-a"].env()[key] for key in ("DATABASE_URL", "AHPD_REDIS_PREFIX")}
+    third = ServerProcess(
+        env_extra={**nodes["node-a"].env_extra, **shared, "AHPD_NODE_ID": "node-c"}
+    ).start()
+    try:
+        yield third
+    finally:
+        third.close()
+
+
+async def test_three_nodes_are_one_host_every_client_seeing_one_session_alike(
+    nodes, connect, workdir
+):
+    with third_node(nodes) as third:
+        three = {**nodes, "node-c": third}
+        member = person(third, "member")
+        made = session_over_rest(third, member, workdir, "three")
+        chat = made["chat"]
+        holder = detail(third, member, made["uri"])["node"]
+        # A client of each node watches it (two through their node's mirror of it).
+        clients = {}
+        for node_id, server in three.items():
+            clients[node_id], state = await watched(connect, server, member, chat)
+            if state.get("activeTurn"):
+                await clients[node_id].wait_action(ended(chat, made["turnId"]), timeout=30)
+        # Driven from a node that does not run it: every client sees the same actions in the
+        # same order.
+        driver = next(node_id for node_id in three if node_id != holder)
+        action = turn("from one of three")
+        echo = await clients[driver].dispatch_and_wait(chat, action, timeout=30)
+        assert "rejectionReason" not in echo, echo
+        for client in clients.values():
+            await client.wait_action(ended(chat, action["turnId"]), timeout=30)
+
+        def of_turn(client) -> list[str]:
+            return [
+                json.dumps(e["action"], sort_keys=True)
+                for e in client.actions
+                if e["channel"] == chat and e["action"].get("turnId") == action["turnId"]
+            ]
+
+        seen = [of_turn(client) for client in clients.values()]
+        assert seen[0] == seen[1] == seen[2] and len(seen[0]) >= 3
+        for client in clients.values():
+            await client.assert_conforms(chat)
+
+        # Root config set on one of the three is seen on the others.
+        mark = {"x-three": uuid.uuid4().hex}
+        pusher = await connect(third.url)
+        await pusher.initialize()
+        echo = await pusher.dispatch_and_wait(
+            "ahp-root://", {"type": "root/configChanged", "config": mark}
+        )
+        assert "rejectionReason" not in echo
+        for server in nodes.values():
+            late = await connect(server.url)
+            await late.initialize()
+            deadline = time.monotonic() + 10
+            while True:
+                root = (await late.request("subscribe", {"channel": "ahp-root://"}))["snapshot"]
+                if root["state"]["config"]["values"].get("x-three") == mark["x-three"]:
+                    break
+                assert time.monotonic() < deadline, root["state"]["config"]["values"]
+                await asyncio.sleep(0.1)
+        status, _ = call(nodes["node-a"], "DELETE", at(made["uri"]), member)
+        assert status == 204
 
 
 async def reconnected(connect, server: ServerProcess, token: str, client_id: str, params: dict):
