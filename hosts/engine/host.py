@@ -228,6 +228,7 @@ class Host:
             self.placement,
             relay,
             self.sessions,
+            self.terminals,
             self.clients,
             self.mirrors,
             self.feeds,
@@ -337,13 +338,16 @@ class Host:
             log.info("%s is not mirrored for %s: %s", uri, principal.ref, refused.message)
 
     async def elsewhere(self, uri: str) -> Elsewhere | None:
-        """The live node that runs the session a URI is in, where that is another node's; a
-        session that no live node runs is taken by this one and opened here first."""
+        """The live node that runs the session a URI is in (or the terminal it names), where
+        that is another node's; a session that no live node runs is taken by this one and
+        opened here first."""
         if not self.placement.node_id:
             return None
         # An open channel (read once, on every request naming one) is this node's or a mirror.
         if (open_channel := self.fanout.channel(uri)) is not None:
             return self.mirrors.node_of(open_channel.uri)
+        if (terminal_node := self.terminals.node_of(canonical(uri))) is not None:
+            return Elsewhere(terminal_node, engine_channel(terminal_node), "")
         if uri in self.sessions.dormant or uri in self.sessions.sessions:
             return None
         found = await self.placement.find(uri)

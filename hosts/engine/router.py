@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from typing import Any
 
 from ..protocol import jsonrpc
 from ..protocol.errors import ErrorCode, ProtocolError
@@ -95,7 +96,7 @@ class Router:
                         ErrorCode.INVALID_PARAMS,
                         f"{method} is served on channel {spec.channel_literal}, not {named}",
                     )
-            named = params.get("channel")
+            named = _routed_by(method, params)
             if isinstance(named, str):
                 # A chat whose turns are not read yet is read before anything names it; a
                 # session whose node is gone is taken over here.
@@ -148,3 +149,13 @@ def _root_push(incoming: jsonrpc.Incoming) -> bool:
         return False
     action = incoming.params.get("action")
     return isinstance(action, dict) and action.get("type") == "root/configChanged"
+
+
+def _routed_by(method: str, params: dict[str, Any]) -> object:
+    """The URI whose node answers a request: its channel's, but a new terminal a session
+    claims is opened where that session runs (its folders are that machine's)."""
+    if method == "createTerminal":
+        claim = params.get("claim")
+        if isinstance(claim, dict) and claim.get("kind") == "session":
+            return claim.get("session")
+    return params.get("channel")

@@ -23,6 +23,7 @@ import pytest
 
 from tests.e2e.test_rest_sessions import person
 from tests.e2e.test_sessions import ended, turn
+from tests.e2e.test_terminals import text_of
 from tests.support.agents import local_agent_config
 from tests.support.celery_worker import (
     celery_worker,
@@ -358,6 +359,63 @@ async def test_root_config_set_on_one_node_is_seen_on_every_node(nodes, connect)
         late = await connect(server.url)
         root = (await late.initialize())["snapshots"][0]["state"]
         assert root["config"]["values"]["x-nodes"] == mark["x-nodes"]
+
+
+def terminals_of(client) -> list[str]:
+    return [t["resource"] for t in client.tracked["ahp-root://"][0].get("terminals", [])]
+
+
+async def test_a_terminal_one_node_runs_is_listed_watched_and_typed_into_from_another(
+    nodes, connect, workdir
+):
+    a, b = nodes["node-a"], nodes["node-b"]
+    member = person(a, "member")
+    opener = await connect(a.url, token=member)
+    await opener.initialize(subscriptions=["ahp-root://"])
+    uri = f"ahp-terminal:/{uuid.uuid4()}"
+    claim = {"kind": "client", "clientId": opener.client_id}
+    await opener.request("createTerminal", {"channel": uri, "claim": claim})
+    await opener.request("subscribe", {"channel": uri})
+    # The root's list is the host's: the other node lists it too.
+    far = await connect(b.url, token=member)
+    await far.initialize(subscriptions=["ahp-root://"])
+    await far.wait_for(lambda: uri in terminals_of(far), timeout=15)
+    # Watched and typed into through the other node's mirror of it: the shell is node-a's.
+    await far.request("subscribe", {"channel": uri})
+    await far.dispatch(uri, {"type": "terminal/input", "data": "echo node-$((6*7))\r"})
+    for client in (far, opener):
+        await client.wait_for(lambda c=client: "node-42" in text_of(c.tracked[uri][0]), 15)
+    await far.assert_conforms(uri)
+
+    # Someone who may not read it is shown it nowhere and refused it, on either node.
+    guest = outsider(b)
+    for server in (a, b):
+        stranger = await connect(server.url, token=guest)
+        await stranger.initialize(subscriptions=["ahp-root://"])
+        assert uri not in terminals_of(stranger)
+        with pytest.raises(RpcError) as refused:
+            await stranger.request("subscribe", {"channel": uri})
+        assert refused.value.code == -32009, refused.value
+
+    # Disposed from the other node: by the node that runs it, and gone from both lists.
+    assert await far.request("disposeTerminal", {"channel": uri}) is None
+    for client in (opener, far):
+        await client.wait_for(lambda c=client: uri not in terminals_of(c), timeout=15)
+
+    # One a session claims is opened where the session runs, whichever node is asked.
+    made = session_over_rest(a, member, workdir, "with a terminal")
+    holder = detail(a, member, made["uri"])["node"]
+    asker = await connect(nodes[next(n for n in nodes if n != holder)].url, token=member)
+    await asker.initialize(subscriptions=["ahp-root://"])
+    claimed = f"ahp-terminal:/{uuid.uuid4()}"
+    claim = {"kind": "session", "session": made["uri"], "chat": made["chat"]}
+    assert await asker.request("createTerminal", {"channel": claimed, "claim": claim}) is None
+    watcher = await connect(nodes[holder].url, token=member)
+    await watcher.initialize(subscriptions=["ahp-root://"])
+    for client in (asker, watcher):
+        await client.wait_for(lambda c=client: claimed in terminals_of(c), timeout=15)
+    assert await asker.request("disposeTerminal", {"channel": claimed}) is None
+    await watcher.wait_for(lambda: claimed not in terminals_of(watcher), timeout=15)
 
 
 @contextmanager

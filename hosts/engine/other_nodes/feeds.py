@@ -26,9 +26,9 @@ from .layer_transport import LayerTransport
 
 log = logging.getLogger("ahpd.nodes")
 
-#: The kinds of channel another node mirrors: a session's, its chats', its changesets' and
-#: its annotations' (a terminal's bytes stay with the node whose pty they are).
-FED_KINDS = ("session", "chat", "changeset", "annotations")
+#: The kinds of channel another node mirrors: a session's, its chats', its changesets', its
+#: annotations', and a terminal's (its pty is this node's; its output and its state are fed).
+FED_KINDS = ("session", "chat", "changeset", "annotations", "terminal")
 #: What the inbox of a watching node is told.
 FRAMES = "mirror.frames"
 LOST = "mirror.lost"

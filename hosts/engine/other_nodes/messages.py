@@ -19,9 +19,10 @@ from ..clients import ClientRecord, Clients
 from ..fanout import Fanout
 from ..placement import Placement, Relay, engine_channel
 from ..sessions.session_table import Sessions
+from ..terminals.terminal_table import Terminals
 from . import sessions_elsewhere
 from .feeds import Feeds
-from .mirrors import Mirrors, Owner
+from .mirrors import Mirrors, Owner, owned_json, owned_of
 
 log = logging.getLogger("ahpd.nodes")
 
@@ -33,6 +34,8 @@ CLIENT = "nodes.client"
 ACTIVE = "nodes.active"
 #: What a node tells the others: a root config push it took and kept.
 ROOT_CONFIG = "nodes.rootConfig"
+#: What a node tells the others: the terminals it runs, all of them, with whose each is.
+TERMINALS = "nodes.terminals"
 #: What a node tells the others: an automation it kept changed, or a run of it moved (the
 #: store has it now); each reads it back and says it (automations/catalogue.py).
 AUTOMATION = "nodes.automation"
@@ -43,6 +46,7 @@ HEARD = frozenset(
         CLIENT,
         ACTIVE,
         AUTOMATION,
+        TERMINALS,
         sessions_elsewhere.SESSION,
         sessions_elsewhere.HELLO,
         sessions_elsewhere.ROWS,
@@ -56,6 +60,7 @@ class OtherNodes:
         placement: Placement,
         relay: Relay | None,
         sessions: Sessions,
+        terminals: Terminals,
         clients: Clients,
         mirrors: Mirrors,
         feeds: Feeds,
@@ -65,6 +70,7 @@ class OtherNodes:
         self._placement = placement
         self._relay = relay
         self._sessions = sessions
+        self._terminals = terminals
         self._clients = clients
         self._mirrors = mirrors
         self._feeds = feeds
@@ -84,6 +90,7 @@ class OtherNodes:
             sessions.on_root_said = self._root_said
             sessions.on_active_count = self._active_counted
             clients.on_met = self._client_met
+            terminals.on_announced = self._terminals_said
 
     def listen(self, kind: str, heard: Callable[[dict[str, Any]], Awaitable[None]]) -> None:
         """Have `heard` told each message of `kind` another node tells this one."""
@@ -113,6 +120,9 @@ class OtherNodes:
 
     def _active_counted(self, count: int) -> None:
         self.tell({"type": ACTIVE, "count": count})
+
+    def _terminals_said(self, rows: list[tuple[dict[str, Any], access.Owned]]) -> None:
+        self.tell({"type": TERMINALS, "terminals": _terminal_rows(rows)})
 
     def _client_met(self, record: ClientRecord) -> None:
         self.tell(
@@ -164,6 +174,7 @@ class OtherNodes:
                     "node": self._node_id,
                     "rows": rows,
                     "active": self._sessions.active_here,
+                    "terminals": _terminal_rows(self._terminals.own_rows()),
                 },
             )
         elif kind == ACTIVE:
@@ -178,9 +189,12 @@ class OtherNodes:
             )
         elif (listener := self._listeners.get(str(kind))) is not None:
             await listener(message)
+        elif kind == TERMINALS:
+            self._terminals.said_elsewhere(node, _terminals_of(message["terminals"]))
         elif kind == sessions_elsewhere.ROWS:
             self._sessions.rows_elsewhere(node, message["rows"])
             self._sessions.active_said_elsewhere(node, int(message.get("active") or 0))
+            self._terminals.said_elsewhere(node, _terminals_of(message.get("terminals") or []))
             waited = self._rows_awaited.get(node)
             if waited is not None and not waited.done():
                 waited.set_result(None)
@@ -195,6 +209,9 @@ class OtherNodes:
         for node in set(self._sessions.active_elsewhere) - live:
             # Its turns ended with it (each is ended as interrupted where it is taken over).
             self._sessions.active_said_elsewhere(node, None)
+        for node in self._terminals.nodes_elsewhere() - live:
+            # Its terminals' processes ended with it.
+            self._terminals.said_elsewhere(node, None)
 
     async def feeder_lost(self, node: str) -> None:
         """A node stopped feeding this one: the clients that watched its channels here are
@@ -206,3 +223,11 @@ class OtherNodes:
             await conn.transport.close(
                 SERVICE_RESTART, f"node {node}, which ran a session watched here, is gone"
             )
+
+
+def _terminal_rows(rows: list[tuple[dict[str, Any], access.Owned]]) -> list[dict[str, Any]]:
+    return [{"info": info, "whose": owned_json(whose)} for info, whose in rows]
+
+
+def _terminals_of(data: list[dict[str, Any]]) -> list[tuple[dict[str, Any], access.Owned]]:
+    return [(dict(row["info"]), owned_of(row["whose"])) for row in data]

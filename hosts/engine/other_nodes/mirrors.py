@@ -26,6 +26,7 @@ from typing import Any
 import orjson
 
 from ...protocol.errors import ProtocolError
+from .. import access
 from ..channel import Channel
 from ..connection import Connection
 from ..fanout import Fanout
@@ -49,6 +50,23 @@ class Owner:
     scope: str
 
 
+def owned_json(record: access.Owned) -> dict[str, Any]:
+    """Whose a channel is, as another node is told it: a session's, or one person's own (a
+    terminal no session claims, judged more strictly for reading: access.Personal)."""
+    return {
+        "uri": record.uri,
+        "owner": record.owner,
+        "scope": record.scope,
+        "personal": isinstance(record, access.Personal),
+    }
+
+
+def owned_of(data: dict[str, Any]) -> access.Owned:
+    """Whose a channel another node runs is, as it told it (owned_json)."""
+    uri, owner, scope = str(data["uri"]), str(data["owner"]), str(data["scope"])
+    return access.Personal(uri, owner, scope) if data.get("personal") else Owner(uri, owner, scope)
+
+
 @dataclass(slots=True)
 class Mirror:
     node: Elsewhere
@@ -56,7 +74,7 @@ class Mirror:
     #: (crossed with a new subscriber's opening) leaves this one fed.
     token: str = field(default_factory=lambda: secrets.token_hex(8))
     channel: Channel | None = None
-    owned: Owner | None = None
+    owned: access.Owned | None = None
     #: The running node's serverSeq of the last action applied here.
     after: int = 0
     #: Envelopes that came before the seed did (applied after it, those past its serverSeq).
@@ -80,7 +98,7 @@ class Mirrors:
         mirror = self._by_uri.get(uri)
         return mirror.node if mirror is not None and mirror.channel is not None else None
 
-    def whose(self, uri: str) -> Owner | None:
+    def whose(self, uri: str) -> access.Owned | None:
         mirror = self._by_uri.get(uri)
         return mirror.owned if mirror is not None else None
 
@@ -118,7 +136,7 @@ class Mirrors:
             raise
         if self._by_uri.get(uri) is not mirror:
             return  # lost meanwhile
-        mirror.owned = Owner(seed["session"], seed["owner"], seed["scope"])
+        mirror.owned = owned_of(seed["whose"])
         mirror.channel = self._fanout.open(Channel(uri, seed["kind"], seed["state"]))
         # What the running node said while nothing here mirrored it is in no ring here: a
         # client that reconnects from before now is sent the snapshot.

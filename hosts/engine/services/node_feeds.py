@@ -9,6 +9,7 @@ from typing import Any
 from ...protocol.errors import ErrorCode, ProtocolError
 from ..host import Host
 from ..other_nodes.feeds import FED_KINDS
+from ..other_nodes.mirrors import owned_json
 from .caller import Caller
 
 
@@ -33,9 +34,9 @@ async def do_feed_channel(host: Host, caller: Caller, *, uri: str, inbox: str, t
     if refused is not None:
         raise refused
     owned = host.permissions.whose(channel.uri)
-    assert owned is not None, "a session's channel is a session's"
+    assert owned is not None, "a fed channel is a session's or a terminal's"
     fed = host.feeds.feed(channel, inbox, token)
-    return {**fed, "session": owned.uri, "owner": owned.owner, "scope": owned.scope}
+    return {**fed, "whose": owned_json(owned)}
 
 
 def do_stop_feed(host: Host, caller: Caller, *, uri: str, inbox: str, token: str) -> None:

@@ -8,6 +8,11 @@ none is open. One root list is held, and each watcher is shown the terminals the
 once and its process group is killed behind it (SIGHUP, then SIGKILL after a grace); the host's
 stop kills every one.
 
+Where several nodes are one host, a terminal runs on the node it was opened on (its pty is that
+machine's), and the root's list is the host's: each node tells the others the terminals it runs,
+with whose each is (other_nodes/messages.py), and lists theirs beside its own (`elsewhere`); a
+client of another node watches and drives one through that node's mirror of its channel.
+
 A terminal is its opener's (`LiveTerminal.owner`, access.Personal): judged as the session that
 claims it while one does (`whose`), else as its opener's own. A person may have `per_person`
 terminals open at once (AHPD_TERMINALS_PER_PERSON): the ones they opened and the ones their
@@ -89,6 +94,11 @@ class Terminals:
         #: a list the ring still holds may name one, and is replayed to those who could read it.
         self._gone: OrderedDict[str, access.Owned] = OrderedDict()
         self._remembered = remembered
+        #: The terminals the other nodes of the host run, by node: each one's TerminalInfo
+        #: and whose it is, as that node last told.
+        self._elsewhere: dict[str, dict[str, tuple[dict[str, Any], access.Owned]]] = {}
+        #: Told this node's own list each time it is said (the other nodes are told).
+        self.on_announced: Callable[[list[tuple[dict[str, Any], access.Owned]]], None] | None = None
         # One list is held; each watcher is told the terminals they may read.
         fanout.action_views["root/terminalsChanged"] = self._seen_list
 
@@ -113,7 +123,8 @@ class Terminals:
         session is open, else its opener's own; None for a terminal nobody here knows."""
         terminal = self._live.get(uri)
         if terminal is None:
-            return self._gone.get(uri)
+            node = self.node_of(uri)
+            return self._elsewhere[node][uri][1] if node is not None else self._gone.get(uri)
         claim = terminal.state["claim"]
         if claim.get("kind") == "session":
             record = self._session_record(str(claim.get("session", "")))
@@ -147,6 +158,9 @@ class Terminals:
             if not terminal.running and terminal.state["claim"].get("kind") == "session":
                 continue
             count += 1
+        # The other nodes' count too: the cap is the host's (each of theirs, exited or not).
+        for rows in self._elsewhere.values():
+            count += sum(1 for _, record in rows.values() if record.owner == person)
         return count
 
     def cap_refusal(self, person: str) -> str | None:
@@ -273,8 +287,43 @@ class Terminals:
             self.announce()
 
     def announce(self) -> None:
-        """Say the whole TerminalInfo list on the root; none open, and the root holds none."""
+        """Say the whole TerminalInfo list on the root (this node's terminals and the other
+        nodes'), and tell the other nodes this node's; none open, and the root holds none."""
+        if self.on_announced is not None:
+            self.on_announced(self.own_rows())
+        self._say_list()
+
+    def said_elsewhere(
+        self, node: str, rows: list[tuple[dict[str, Any], access.Owned]] | None
+    ) -> None:
+        """Node `node` said the terminals it runs (None: it is gone, and they with it)."""
+        if rows is None:
+            if self._elsewhere.pop(node, None) is None:
+                return
+        else:
+            self._elsewhere[node] = {str(info["resource"]): (info, whose) for info, whose in rows}
+        self._say_list()
+
+    def nodes_elsewhere(self) -> set[str]:
+        """The other nodes whose terminals are listed here."""
+        return set(self._elsewhere)
+
+    def node_of(self, uri: str) -> str | None:
+        """The other node that runs a terminal, where one does."""
+        return next((node for node, rows in self._elsewhere.items() if uri in rows), None)
+
+    def own_rows(self) -> list[tuple[dict[str, Any], access.Owned]]:
+        """The terminals this node runs: each one's TerminalInfo, and whose it is."""
+        rows = []
+        for terminal in self._live.values():
+            record = self.whose(terminal.uri)
+            if record is not None:
+                rows.append((terminal.info(), record))
+        return rows
+
+    def _say_list(self) -> None:
         infos = [terminal.info() for terminal in self._live.values()]
+        infos += [info for rows in self._elsewhere.values() for info, _ in rows.values()]
         root = self._root()
         next_state = {k: v for k, v in root.state.items() if k != "terminals"}
         if infos:
