@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..protocol.versions import Version, VersionFormatError, parse_version
 from .connection import Connection
@@ -19,7 +19,8 @@ class ClientRecord:
     principal: str
     #: The name its clientInfo gave at initialize, which a reconnect does not repeat.
     client_name: str | None = None
-    connections: int = 0
+    #: Its open connections (each let go once, however many times its end is told).
+    connections: set[Connection] = field(default_factory=set)
     gone_since: float | None = None
     #: The other node of the host that met it last (told so), or "" for this one: a reconnect
     #: here is piped to that node while it is live (other_nodes/piped_clients.py), and sent
@@ -75,7 +76,7 @@ class Clients:
             self._records[conn.client_id] = record
         record.version_text, record.version = conn.version_text, conn.version
         record.client_name = conn.client_name
-        record.connections += 1
+        record.connections.add(conn)
         record.gone_since = None
         record.met_by = ""
         if self.on_met is not None:
@@ -112,7 +113,7 @@ class Clients:
     def gone(self, conn: Connection) -> None:
         """One of the client's connections closed: its record's clock starts at the last."""
         record = self._records.get(conn.client_id or "")
-        if record is not None:
-            record.connections = max(0, record.connections - 1)
-            if record.connections == 0:
+        if record is not None and conn in record.connections:
+            record.connections.discard(conn)
+            if not record.connections:
                 record.gone_since = time.monotonic()

@@ -535,7 +535,8 @@ class Host:
                 conn.client_id,
                 extra={"peer": conn.peer, "client": conn.client_id},
             )
-            self.clients.gone(conn)
+        # Also where the fan-out dropped it already (too slow): its record's clock starts.
+        self.clients.gone(conn)
         self.client_requests.gone(conn)
         self.resource_tokens.gone(conn)
 
