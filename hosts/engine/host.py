@@ -270,6 +270,9 @@ class Host:
         #: and not yet said (committing); None when all are said.
         self._root_ahead: dict[str, Any] | None = None
         self._root_unsaid = 0
+        #: What the pushes taken since the last root config write moved, for the next: the
+        #: values they set (all of them, after a replace), and whether one replaced them.
+        self._root_unwritten: tuple[dict[str, Any], bool] | None = None
         self._started = False
         self._start_lock = asyncio.Lock()
         #: Set once `stop` began: no new connection is admitted.
@@ -432,16 +435,8 @@ class Host:
                 client_queue_bytes=self.settings.client_queue_bytes,
                 replay_bytes=self.settings.replay_bytes,
             )
-            values = root_config.defaults(config_schema)
             self.agent_customizations = await self.mcp_servers.host_wide()
-            for key, value in (await self.store.load_root_config()).items():
-                # A value kept before the wire's limits were checked would make every root
-                # snapshot unsayable: it is left out, loudly, rather than brought back.
-                problem = limits.sayable_problem({key: value}, "root config")
-                if problem is not None:
-                    log.warning("root config: %s; not read back", problem)
-                    continue
-                values[key] = value
+            values = await self._kept_root_values(config_schema)
             self._root = self.fanout.open(
                 Channel(
                     ROOT_URI,
@@ -599,8 +594,16 @@ class Host:
             return None
         if moved:
             self._root_ahead = next_state
-            values = dict(next_state["config"]["values"])
-            self.writes.later("root-config", lambda: self.store.save_root_config(values))
+            values = next_state["config"]["values"]
+            written, replaced = self._root_unwritten or ({}, False)
+            if action.get("replace"):
+                written, replaced = dict(values), True
+            else:
+                # Only the keys pushed: another node's push of other keys, kept meanwhile, is
+                # not written over (the store lays these over what it keeps).
+                written = {**written, **{k: values[k] for k in action["config"] if k in values}}
+            self._root_unwritten = (written, replaced)
+            self.writes.later("root-config", self._write_root_config)
         self._root_unsaid += 1
 
         def say() -> None:
@@ -612,9 +615,9 @@ class Host:
                     self._echo_root_push(action, origin, sender)
                 return
             self._root_config_said(action, origin, sender)
-            # The other nodes of the host say it too (root state is the same on every node);
-            # it is kept already.
-            self.nodes.tell({"type": ROOT_CONFIG, "action": action})
+            # The other nodes of the host say it too (root state is the same on every node):
+            # it is kept already, and they read it back.
+            self.nodes.tell({"type": ROOT_CONFIG})
 
         said = self.writes.then_say(say)
         if sender is not None:
@@ -633,10 +636,41 @@ class Host:
         # the very next one.
         self.fanout.queue_limit = self.client_queue_bytes()
 
-    def root_config_said_elsewhere(self, action: dict[str, Any]) -> None:
-        """Another node of the host took a root config push (and kept it): said here too."""
-        if action_problem(action) is None and root_config.check_push(action["config"]) is None:
-            self._root_config_said(action, None, None)
+    async def _kept_root_values(self, config_schema: dict[str, Any]) -> dict[str, Any]:
+        """The root config values the store keeps, over the schema's defaults."""
+        values = root_config.defaults(config_schema)
+        for key, value in (await self.store.load_root_config()).items():
+            # A value kept before the wire's limits were checked would make every root
+            # snapshot unsayable: it is left out, loudly, rather than brought back.
+            problem = limits.sayable_problem({key: value}, "root config")
+            if problem is not None:
+                log.warning("root config: %s; not read back", problem)
+                continue
+            values[key] = value
+        return values
+
+    async def _write_root_config(self) -> None:
+        if self._root_unwritten is None:
+            return
+        (values, replace), self._root_unwritten = self._root_unwritten, None
+        await self.store.save_root_config(values, replace=replace)
+
+    async def root_config_said_elsewhere(self) -> None:
+        """Another node of the host kept a root config push: read back as the store keeps it
+        now (every node's pushes laid over one another there, in the order written), and what
+        it moves here said. Every node reads it back after each push it hears of, so all end
+        as the store does, whichever of two pushes at once was written last."""
+        config = self.root.state["config"]
+        values = await self._kept_root_values(config["schema"])
+        now = config["values"]
+        if any(key not in values for key in now):
+            self._root_config_said(
+                {"type": "root/configChanged", "config": values, "replace": True}, None, None
+            )
+            return
+        moved = {key: value for key, value in values.items() if now.get(key) != value}
+        if moved:
+            self._root_config_said({"type": "root/configChanged", "config": moved}, None, None)
 
     def _echo_root_push(
         self, action: dict[str, Any], origin: Origin | None, sender: Connection

@@ -12,7 +12,9 @@ class Store(Protocol):
 
     async def load_root_config(self) -> dict[str, Any]: ...
 
-    async def save_root_config(self, values: dict[str, Any]) -> None: ...
+    async def save_root_config(self, values: dict[str, Any], *, replace: bool = False) -> None:
+        """Keep the root config values pushed, over those kept (instead of them: `replace`)."""
+        ...
 
     async def load_sessions(self, only: str | None = None) -> list[dict[str, Any]]:
         """Every kept session this engine runs (or the one `only` names) as {"session":
@@ -83,8 +85,8 @@ class MemoryStore:
     async def load_root_config(self) -> dict[str, Any]:
         return dict(self.root_config)
 
-    async def save_root_config(self, values: dict[str, Any]) -> None:
-        self.root_config = dict(values)
+    async def save_root_config(self, values: dict[str, Any], *, replace: bool = False) -> None:
+        self.root_config = dict(values) if replace else {**self.root_config, **values}
 
     async def load_sessions(self, only: str | None = None) -> list[dict[str, Any]]:
         out = []

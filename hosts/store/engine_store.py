@@ -20,8 +20,8 @@ class DjangoRootConfigStore:
     async def load_root_config(self) -> dict[str, Any]:
         return await db_call(_load_root_config)()
 
-    async def save_root_config(self, values: dict[str, Any]) -> None:
-        await db_call(_save_root_config)(values)
+    async def save_root_config(self, values: dict[str, Any], *, replace: bool = False) -> None:
+        await db_call(_save_root_config)(values, replace)
 
 
 def _load_root_config() -> dict[str, Any]:
@@ -29,8 +29,14 @@ def _load_root_config() -> dict[str, Any]:
     return dict(row.values) if row is not None else {}
 
 
-def _save_root_config(values: dict[str, Any]) -> None:
-    RootConfig.objects.update_or_create(key="root", defaults={"values": values})
+def _save_root_config(values: dict[str, Any], replace: bool) -> None:
+    """Lay the values pushed over those kept (all of them, for a replace), the row locked
+    while it is read and written: two nodes writing at once each keep what they moved."""
+    with transaction.atomic():
+        RootConfig.objects.get_or_create(key="root")
+        row = RootConfig.objects.select_for_update().get(key="root")
+        row.values = dict(values) if replace else {**row.values, **values}
+        row.save(update_fields=["values", "updated_at"])
 
 
 class DjangoSessionStore:

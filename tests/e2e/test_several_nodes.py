@@ -360,6 +360,37 @@ async def test_root_config_set_on_one_node_is_seen_on_every_node(nodes, connect)
         root = (await late.initialize())["snapshots"][0]["state"]
         assert root["config"]["values"]["x-nodes"] == mark["x-nodes"]
 
+    # Pushed on both at once, one key each and one key alike: every node ends as the store
+    # does, each node's own key kept.
+    pushes = {
+        node_id: {"x-both": node_id, f"x-{node_id}": uuid.uuid4().hex} for node_id in watchers
+    }
+    echoes = await asyncio.gather(
+        *(
+            watchers[node_id].dispatch_and_wait(
+                "ahp-root://", {"type": "root/configChanged", "config": config}
+            )
+            for node_id, config in pushes.items()
+        )
+    )
+    assert all("rejectionReason" not in echo for echo in echoes)
+    keys = ["x-both", *(f"x-{node_id}" for node_id in pushes)]
+
+    async def settled() -> list[dict]:
+        seen = []
+        for client in watchers.values():
+            root = (await client.request("subscribe", {"channel": "ahp-root://"}))["snapshot"]
+            seen.append({key: root["state"]["config"]["values"].get(key) for key in keys})
+        return seen
+
+    deadline = time.monotonic() + 10
+    while (seen := await settled())[0] != seen[1]:
+        assert time.monotonic() < deadline, seen
+        await asyncio.sleep(0.1)
+    for node_id, config in pushes.items():
+        assert seen[0][f"x-{node_id}"] == config[f"x-{node_id}"]
+    assert seen[0]["x-both"] in pushes
+
 
 def terminals_of(client) -> list[str]:
     return [t["resource"] for t in client.tracked["ahp-root://"][0].get("terminals", [])]

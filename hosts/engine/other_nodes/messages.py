@@ -32,7 +32,7 @@ SERVICE_RESTART = 1012
 CLIENT = "nodes.client"
 #: What a node tells the others as its count of sessions running a turn moves.
 ACTIVE = "nodes.active"
-#: What a node tells the others: a root config push it took and kept.
+#: What a node tells the others: it kept a root config push (they read it back).
 ROOT_CONFIG = "nodes.rootConfig"
 #: What a node tells the others: the terminals it runs, all of them, with whose each is.
 TERMINALS = "nodes.terminals"
@@ -65,7 +65,7 @@ class OtherNodes:
         mirrors: Mirrors,
         feeds: Feeds,
         fanout: Fanout,
-        root_config_said: Callable[[dict[str, Any]], None],
+        root_config_said: Callable[[], Awaitable[None]],
     ) -> None:
         self._placement = placement
         self._relay = relay
@@ -75,7 +75,7 @@ class OtherNodes:
         self._mirrors = mirrors
         self._feeds = feeds
         self._fanout = fanout
-        #: Says a root config push another node kept (Host.root_config_said_elsewhere).
+        #: Reads back a root config push another node kept (Host.root_config_said_elsewhere).
         self._root_config_said = root_config_said
         self._node_id = placement.node_id
         #: What this node tells the others, in order, and the task that sends it.
@@ -159,7 +159,7 @@ class OtherNodes:
         if node == self._node_id:
             return
         if kind == ROOT_CONFIG:
-            self._root_config_said(message["action"])
+            await self._root_config_said()
         elif kind == sessions_elsewhere.SESSION:
             owned = sessions_elsewhere.owner_of(message["owned"])
             self._sessions.said_elsewhere(node, message["method"], message["params"], owned)
