@@ -162,12 +162,7 @@ class Fanout:
         if not self._connections:
             self._none_left.set()
         conn.closed = True
-        conn.this_pass = []
-        conn.outbox.clear()
-        conn.outbox_bytes = 0
-        self.queued_total -= conn.queued
-        conn.queued = 0
-        self._dirty.pop(conn, None)
+        self._unqueue(conn)
         # What it held (its socket's buffer, its queue) is freed as the socket goes: the
         # allocator is asked to hand it back to the system, not to keep it for the next.
         self._give_back.soon()
@@ -196,12 +191,7 @@ class Fanout:
         if conn.closed:
             return
         owed = [*conn.outbox, *conn.this_pass]
-        conn.this_pass = []
-        conn.outbox.clear()
-        conn.outbox_bytes = 0
-        self.queued_total -= conn.queued
-        conn.queued = 0
-        self._dirty.pop(conn, None)
+        self._unqueue(conn)
         conn.closed = True
         try:
             if owed and not conn.transport.write_now(owed):
@@ -210,6 +200,15 @@ class Fanout:
         except Exception:
             log.warning("closing %r failed; dropping it", conn, exc_info=True)
             self.disconnect(conn)
+
+    def _unqueue(self, conn: Connection) -> None:
+        """Nothing is queued for a connection any more (sent, or dropped)."""
+        conn.this_pass = []
+        conn.outbox.clear()
+        conn.outbox_bytes = 0
+        self.queued_total -= conn.queued
+        conn.queued = 0
+        self._dirty.pop(conn, None)
 
     async def all_gone(self, timeout: float) -> bool:
         """Wait until no connection is left, at most `timeout` seconds; whether none is."""

@@ -21,6 +21,7 @@ from urllib.parse import quote
 
 import pytest
 
+from tests.e2e.test_every_write_answers import automation
 from tests.e2e.test_rest_sessions import person
 from tests.e2e.test_sessions import ended, turn
 from tests.e2e.test_terminals import text_of
@@ -634,17 +635,6 @@ async def test_a_client_of_one_node_reconnects_to_another_and_is_replayed_by_the
 
 
 CATALOGUE = "ahp-automations://"
-
-
-def automation(workdir: Path, text: str, **extra) -> dict:
-    return {
-        "title": f"Say {text}",
-        "message": {"text": text, "origin": {"kind": "automation"}},
-        "session": {"provider": "local", "workingDirectories": [workdir.as_uri()]},
-        "enabled": True,
-        "triggers": [],
-        **extra,
-    }
 
 
 async def cataloguing(connect, server: ServerProcess, token: str):
