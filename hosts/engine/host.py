@@ -43,7 +43,7 @@ from .folder_watchers import FolderWatchers
 from .git_facts import GitFacts
 from .host_settings import HostSettings as HostSettings
 from .other_nodes.feeds import Feeds
-from .other_nodes.messages import ROOT_CONFIG, OtherNodes
+from .other_nodes.messages import ROOT_CONFIG, SERVICE_RESTART, OtherNodes
 from .other_nodes.mirrors import Mirrors
 from .other_nodes.piped_clients import PipedClients
 from .permissions import Permissions
@@ -376,7 +376,30 @@ class Host:
         kept = await self.placement.held()
         for uri in [uri for uri in self.sessions.sessions if uri not in kept]:
             log.warning("session %s is run by another node now: let go here", uri)
+            watchers = self._watchers_of(uri)
             await self.sessions.let_go(uri)
+            # Its channels here are gone: whoever watched them is sent to reconnect (a node
+            # whose mirrors this one fed: told they are lost), to be served by the node that
+            # runs it now.
+            for conn in watchers:
+                if (inbox := self.feeds.inbox_of(conn)) is not None:
+                    self.feeds.drop(inbox)
+                else:
+                    await self.fanout.close_one(
+                        conn, SERVICE_RESTART, f"session {uri} is run by another node now"
+                    )
+
+    def _watchers_of(self, session: str) -> set[Connection]:
+        """The connections watching any of a session's channels (its terminals aside: they
+        stay with this node's ptys)."""
+        return {
+            conn
+            for conn in self.fanout.connections
+            for channel in conn.subscriptions.values()
+            if channel.kind != "terminal"
+            and (record := self._whose(channel.uri)) is not None
+            and record.uri == session
+        }
 
     def agents_info(self) -> list[dict[str, Any]]:
         """Root state's `agents`: each agent's AgentInfo, with the people resource."""

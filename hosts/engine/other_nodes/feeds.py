@@ -82,6 +82,10 @@ class Feeds:
         if conn is not None and channel is not None:
             self._fanout.unsubscribe(conn, channel)
 
+    def inbox_of(self, conn: Connection) -> str | None:
+        """The inbox of the node a connection feeds, where it is one of the feeds."""
+        return next((inbox for inbox, fed in self._by_inbox.items() if fed is conn), None)
+
     def drop(self, inbox: str) -> None:
         """Stop feeding the node reading `inbox` anything (it is gone, or a send to it
         failed): told its mirrors are lost, where it is there to hear it."""

@@ -29,6 +29,7 @@ from ..fanout import Fanout
 from ..placement import Placement, Relay, engine_channel
 from ..principal import Principal
 from .layer_transport import LayerTransport
+from .messages import SERVICE_RESTART
 
 log = logging.getLogger("ahpd.nodes")
 
@@ -46,8 +47,6 @@ KINDS = frozenset((IN, CLOSE, OUT, CLOSED))
 OPEN_SERVICE = "open_pipe"
 #: How long a home has to say it holds the connection before the socket is resumed here.
 OPEN_TIMEOUT_S = 5.0
-#: A socket whose home is gone is closed for the client to reconnect.
-SERVICE_RESTART = 1012
 
 
 @dataclass(slots=True)
