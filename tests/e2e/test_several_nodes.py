@@ -49,7 +49,14 @@ LEASE_SECONDS = 5
 
 
 @pytest.fixture(scope="module")
-def nodes() -> Iterator[dict[str, ServerProcess]]:
+def b_only() -> Iterator[Path]:
+    """A folder node-b serves and node-a does not (outside the temporary directory both do)."""
+    with tempfile.TemporaryDirectory(prefix="ahpd-nodes-b-", dir="/var/tmp") as path:
+        yield Path(path)
+
+
+@pytest.fixture(scope="module")
+def nodes(b_only: Path) -> Iterator[dict[str, ServerProcess]]:
     model = FakeOpenAi()
     with tempfile.TemporaryDirectory(prefix="ahpd-nodes-") as folder:
         config = Path(folder) / f"agents-{uuid.uuid4().hex}.json"
@@ -57,7 +64,10 @@ def nodes() -> Iterator[dict[str, ServerProcess]]:
         common = {"AHPD_CONFIG": str(config), "AHPD_NODE_LEASE_SECONDS": str(LEASE_SECONDS)}
         first = ServerProcess(env_extra={**common, "AHPD_NODE_ID": "node-a"}).start()
         shared = {key: first.env()[key] for key in ("DATABASE_URL", "AHPD_REDIS_PREFIX")}
-        second = ServerProcess(env_extra={**common, **shared, "AHPD_NODE_ID": "node-b"}).start()
+        served = os.pathsep.join((first.env()["AHPD_PATHS"], str(b_only)))
+        second = ServerProcess(
+            env_extra={**common, **shared, "AHPD_NODE_ID": "node-b", "AHPD_PATHS": served}
+        ).start()
         try:
             yield {"node-a": first, "node-b": second}
         finally:
@@ -671,38 +681,69 @@ async def test_one_automation_catalogue_across_nodes_a_run_followed_and_cancelle
 
     params = {"channel": CATALOGUE, "automation": uri, "requestId": str(uuid.uuid4())}
     run = (await near.request("runAutomation", params))["resource"]
-    # Run by the node asked; followed by the other as it moves, its channel too.
-    await far.wait_for(lambda: run_status(far, uri, run) == "running", timeout=30)
-    await far.request("subscribe", {"channel": run})
-    await far.wait_for(lambda: far.tracked[run][0]["lifecycle"]["status"] == "running")
+    # Run by one node (the least loaded); followed by the other as it moves, its channel too.
+    clients = {"node-a": near, "node-b": far}
+    for client in clients.values():
+        await client.wait_for(lambda c=client: run_status(c, uri, run) == "running", 30)
+        await client.request("subscribe", {"channel": run})
+        await client.wait_for(lambda c=client: c.tracked[run][0]["lifecycle"]["status"])
     session = far.tracked[run][0]["primarySession"]
-    assert detail(b, admin, session)["node"] == "node-a"
+    holder = detail(b, admin, session)["node"]
+    [(other_id, other)] = [(n, c) for n, c in clients.items() if n != holder]
+    assert other.tracked[run][0]["lifecycle"]["status"] == "running"
 
-    # Someone else's run is not theirs to cancel, asked on either node.
-    guest = outsider(b)
-    stranger = await connect(b.url, token=guest)
+    # Someone else's run is not theirs to cancel, asked on the node that does not run it.
+    guest = outsider(nodes[other_id])
+    stranger = await connect(nodes[other_id].url, token=guest)
     await stranger.initialize()
     refused = await stranger.dispatch_and_wait(run, {"type": "automationRun/cancelRequested"})
     # Judged by the node that runs it, in the grant's words.
     assert refused["rejectionReason"].endswith(" may not automation:cancel here"), refused
-    assert far.tracked[run][0]["lifecycle"]["status"] == "running"
+    assert other.tracked[run][0]["lifecycle"]["status"] == "running"
 
     # Cancelled from the node that does not run it: by the node that does.
-    answer = await far.dispatch_and_wait(run, {"type": "automationRun/cancelRequested"})
+    answer = await other.dispatch_and_wait(run, {"type": "automationRun/cancelRequested"})
     assert "rejectionReason" not in answer, answer
-    await far.wait_for(lambda: far.tracked[run][0]["lifecycle"]["status"] == "cancelled", 30)
-    await near.wait_for(lambda: run_status(near, uri, run) == "cancelled", timeout=30)
-    await far.wait_for(lambda: run_status(far, uri, run) == "cancelled", timeout=30)
-    again = await far.dispatch_and_wait(run, {"type": "automationRun/cancelRequested"})
+    for client in clients.values():
+        await client.wait_for(
+            lambda c=client: c.tracked[run][0]["lifecycle"]["status"] == "cancelled", 30
+        )
+        await client.wait_for(lambda c=client: run_status(c, uri, run) == "cancelled", 30)
+    again = await other.dispatch_and_wait(run, {"type": "automationRun/cancelRequested"})
     assert again["rejectionReason"] == f"Automation run is already terminal: {run}"
-    await far.assert_conforms(run)
-    await far.assert_conforms(CATALOGUE)
+    await other.assert_conforms(run)
+    await other.assert_conforms(CATALOGUE)
 
     # Removed on the other node: gone from both.
     gone = {"type": "automation/removed", "resource": uri}
     assert "rejectionReason" not in await far.dispatch_and_wait(CATALOGUE, gone)
     await near.wait_for(lambda: entry_of(near, uri) is None, timeout=15)
     await near.assert_conforms(CATALOGUE)
+
+
+async def test_a_run_is_run_by_the_node_that_serves_its_folder_whichever_is_asked(
+    nodes, connect, b_only
+):
+    a, b = nodes["node-a"], nodes["node-b"]
+    admin = person(a, "admin")
+    near, far = await cataloguing(connect, a, admin), await cataloguing(connect, b, admin)
+    uri = f"ahp-automation:/{uuid.uuid4()}"
+    made = {"type": "automation/createRequested", "resource": uri}
+    made["definition"] = automation(b_only, "ping")
+    assert "rejectionReason" not in await near.dispatch_and_wait(CATALOGUE, made)
+    # Pressed on node-a, which does not serve its folder: run by node-b, which does.
+    params = {"channel": CATALOGUE, "automation": uri, "requestId": str(uuid.uuid4())}
+    run = (await near.request("runAutomation", params))["resource"]
+    # Watched on the node asked at once, and followed there to its end.
+    await near.request("subscribe", {"channel": run})
+    await near.wait_for(lambda: near.tracked[run][0]["lifecycle"]["status"] == "completed", 30)
+    session = near.tracked[run][0]["primarySession"]
+    assert detail(a, admin, session)["node"] == "node-b"
+    await far.wait_for(lambda: run_status(far, uri, run) == "completed", timeout=30)
+    # Asked again with the same request: the same run, wherever it is asked.
+    assert (await far.request("runAutomation", params))["resource"] == run
+    assert (await near.request("runAutomation", params))["resource"] == run
+    await near.assert_conforms(run)
 
 
 @pytest.fixture(scope="module")
@@ -714,7 +755,7 @@ def worker(nodes) -> Iterator[Path]:
 
 
 async def test_a_celery_fired_run_is_started_once_by_one_node_and_followed_on_every_node(
-    nodes, connect, workdir, worker
+    nodes, connect, b_only, worker
 ):
     log = worker_log(worker)
     with worker_output_on_failure(log):
@@ -730,7 +771,7 @@ async def test_a_celery_fired_run_is_started_once_by_one_node_and_followed_on_ev
             "misfirePolicy": "runOnce",
         }
         made = {"type": "automation/createRequested", "resource": uri}
-        made["definition"] = automation(workdir, "from celery", triggers=[trigger])
+        made["definition"] = automation(b_only, "from celery", triggers=[trigger])
         said = await near.dispatch_and_wait(CATALOGUE, made)
         assert "rejectionReason" not in said, said["rejectionReason"]
         # Due at the next minute boundary: the worker claims it and tells one node.
@@ -747,28 +788,37 @@ async def test_a_celery_fired_run_is_started_once_by_one_node_and_followed_on_ev
         summaries = [entry_of(client, uri)["runs"][0] for client in (near, far)]
         assert summaries[0] == summaries[1]
         session = summaries[0]["primarySession"]
-        assert detail(a, admin, session)["node"] == detail(b, admin, session)["node"]
+        # Run by the node that serves its folder, whichever node the worker's call reached.
+        assert detail(a, admin, session)["node"] == detail(b, admin, session)["node"] == "node-b"
         turns = detail(b, admin, session)["chats"][0]["turns"]
         assert [(t["message"]["text"], t["state"]) for t in turns] == [("from celery", "complete")]
         await far.assert_conforms(CATALOGUE)
 
 
 # Last: a node of the module's is killed.
-async def test_a_killed_nodes_session_is_taken_over_at_its_next_use(nodes, connect, workdir):
+async def test_a_killed_nodes_session_is_taken_over_at_its_next_use(
+    nodes, connect, workdir, b_only
+):
     a = nodes["node-a"]
     member = person(a, "member")
-    made = session_over_rest(a, member, workdir, "before")
-    holder_id = detail(a, member, made["uri"])["node"]
-    holder = nodes[holder_id]
-    survivor_id, survivor = next((k, v) for k, v in nodes.items() if k != holder_id)
+    # Node-b runs the session killed: made until one lands there (each new session goes to
+    # the least loaded node, so one does).
+    for _ in range(20):
+        made = session_over_rest(a, member, workdir, "before")
+        if detail(a, member, made["uri"])["node"] == "node-b":
+            break
+    holder_id, survivor_id = "node-b", "node-a"
+    assert detail(a, member, made["uri"])["node"] == holder_id
+    holder, survivor = nodes[holder_id], nodes[survivor_id]
 
-    # An automation run the holder runs, running when it dies.
+    # An automation run the holder runs (it alone serves the run's folder), running when it
+    # dies.
     admin = person(a, "admin")
     cataloguer = await cataloguing(connect, survivor, admin)
     starter = await cataloguing(connect, holder, admin)
     automation_uri = f"ahp-automation:/{uuid.uuid4()}"
     made_automation = {"type": "automation/createRequested", "resource": automation_uri}
-    made_automation["definition"] = automation(workdir, "hold")
+    made_automation["definition"] = automation(b_only, "hold")
     assert "rejectionReason" not in await starter.dispatch_and_wait(CATALOGUE, made_automation)
     pressed = {"channel": CATALOGUE, "automation": automation_uri, "requestId": "kill"}
     run = (await starter.request("runAutomation", pressed))["resource"]

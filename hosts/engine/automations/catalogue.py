@@ -188,9 +188,11 @@ class Automations:
     # -- the other nodes ------------------------------------------------------------------
 
     async def _heard(self, message: dict[str, Any]) -> None:
+        await self.changed_elsewhere(str(message.get("uri")))
+
+    async def changed_elsewhere(self, uri: str) -> None:
         """Another node changed an automation (or a run of it moved): read back and said here;
         one the store no longer keeps is removed here too."""
-        uri = str(message.get("uri"))
         record = await self.store.load_automation(uri)
         if record is None:
             if uri in self.records:
@@ -213,7 +215,7 @@ class Automations:
         kept = (self.node_id, *sorted(live))
         for uri in await self.store.fail_unfinished_runs(NODE_GONE, kept, blank=False):
             log.warning("automation %s had runs on a node that is gone: failed", uri)
-            await self._heard({"uri": uri})
+            await self.changed_elsewhere(uri)
             self.host.nodes.tell({"type": AUTOMATION, "uri": uri})
 
     async def _read_history(self, uri: str) -> None:

@@ -18,7 +18,8 @@ from ..automations import Automations
 from ..automations.catalogue import unavailable
 from ..automations.operations import seen_entry
 from ..host import Host
-from ..placement import engine_channel
+from ..placement import Elsewhere, engine_channel
+from ..sessions.records import first_folder
 from .caller import Caller
 
 
@@ -109,14 +110,25 @@ async def do_remove_automation(
 
 
 async def do_run_automation(
-    host: Host, caller: Caller, uri: str, request_id: str | None = None
+    host: Host, caller: Caller, uri: str, request_id: str | None = None, placed: bool = False
 ) -> dict[str, Any]:
     """Run now (runAutomation, REST, the admin): the run, kept before its session is made;
-    the same run for a request asked again, or the one of it that has not ended."""
+    the same run for a request asked again, or the one of it that has not ended. Of several
+    nodes, the run (its session, its turn) is the least loaded one's that serves its folder:
+    asked there, unless it was `placed` there already."""
     automations = _automations(host)
     _offered(automations, caller, uri, "run")
+    request_id = request_id or str(uuid.uuid4())
+    node = None if placed else await _placed(host, automations, uri)
+    if node is not None:
+        assert host.relay is not None
+        args = {"uri": uri, "request_id": request_id, "placed": True}
+        answer = await host.relay.call(node.channel, "run_automation", caller.principal, args)
+        # Read back here at once: the run its asker is answered is one it can watch here.
+        await automations.changed_elsewhere(uri)
+        return cast(dict[str, Any], answer)
     earlier = {r["uri"] for r in automations.history.get(uri, [])}
-    run = await automations.run_now(caller.principal, uri, request_id or str(uuid.uuid4()))
+    run = await automations.run_now(caller.principal, uri, request_id)
     if run not in earlier:  # not a request asked again, nor a run not yet ended
         await host.audit.record(caller.act("automation.ran", "automation", uri, run=run))
     return {"resource": run}
@@ -174,13 +186,34 @@ async def do_cancel_run_here(host: Host, caller: Caller, run: str) -> dict[str, 
 
 
 async def do_automation_claimed(
-    host: Host, caller: Caller, automation: str, runs: list[str]
+    host: Host, caller: Caller, automation: str, runs: list[str], placed: bool = False
 ) -> dict[str, Any]:
-    """Runs claimed for `automation` elsewhere (a Celery worker): read again and started. Only
-    the deployment's own principal asks this (the layer is the trust boundary)."""
+    """Runs claimed for `automation` elsewhere (a Celery worker): read again and started, by
+    the least loaded node that serves its folder (asked there, unless `placed` there already).
+    Only the deployment's own principal asks this (the layer is the trust boundary)."""
     caller.may("automation:run")
-    await _automations(host).claimed(automation, [str(r) for r in runs])
+    automations = _automations(host)
+    node = None if placed else await _placed(host, automations, automation)
+    if node is not None:
+        assert host.relay is not None
+        args = {"automation": automation, "runs": runs, "placed": True}
+        return cast(
+            dict[str, Any],
+            await host.relay.call(node.channel, "automation_claimed", caller.principal, args),
+        )
+    await automations.claimed(automation, [str(r) for r in runs])
     return {"started": len(runs)}
+
+
+async def _placed(host: Host, automations: Automations, uri: str) -> Elsewhere | None:
+    """The other node a run of `uri` goes to (the least loaded live one serving the folder
+    its sessions work in), or None for this one."""
+    if host.relay is None or not host.placement.node_id:
+        return None
+    record = automations.records.get(uri)
+    template = (record or {}).get("definition", {}).get("session") or {}
+    folder = first_folder(template.get("workingDirectories"))
+    return await host.placement.place_new(None if folder is None else str(folder))
 
 
 async def do_automations_here(host: Host, caller: Caller) -> dict[str, Any]:
