@@ -45,6 +45,9 @@ class Router:
         except jsonrpc.FrameError as exc:
             self.host.fanout.send(conn, jsonrpc.error_frame(exc.request_id, exc))
             return
+        if isinstance(incoming, jsonrpc.Response):
+            self.host.client_requests.answered(conn, incoming)
+            return
         if (
             incoming.method == "reconnect"
             and not conn.ready
@@ -53,9 +56,6 @@ class Router:
         ):
             # Met last by another node that is there: resumed by it, from its own serverSeq,
             # and answered by it from now on (other_nodes/piped_clients.py).
-            return
-        if isinstance(incoming, jsonrpc.Response):
-            self.host.client_requests.answered(conn, incoming)
             return
         if (
             incoming.method == "action"
