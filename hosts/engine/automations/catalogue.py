@@ -9,10 +9,10 @@ is told which were claimed (`claimed`) and starts them (runs.py).
 Where several `serve` processes are nodes of one host, each holds the catalogue, and each
 change one node writes it tells the others (other_nodes/messages.py), which read it back from
 the store and say it to their own watchers: one catalogue, whichever node a client watches it
-on. A run is run by the node that started it (a manual run: the node asked; a scheduled one:
-the node a Celery worker told); the others follow it from the store as that node tells them it
-moved. A node that starts fails the runs it left unfinished, and the runs of nodes no longer
-live are failed by the nodes that see them gone.
+on. A run is run by the least loaded node serving its folder, as a new session is (carried
+there from the node asked or told: services/automations.py); the others follow it from the
+store as that node tells them it moved. A node that starts fails the runs it left unfinished,
+and the runs of nodes no longer live are failed by the nodes that see them gone.
 """
 
 from __future__ import annotations

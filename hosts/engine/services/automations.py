@@ -122,7 +122,7 @@ async def do_run_automation(
     node = None if placed else await _placed(host, automations, uri)
     if node is not None:
         assert host.relay is not None
-        args = {"uri": uri, "request_id": request_id, "placed": True}
+        args = {"uri": uri, "request_id": request_id, "placed": True, **_came_from(caller)}
         answer = await host.relay.call(node.channel, "run_automation", caller.principal, args)
         # Read back here at once: the run its asker is answered is one it can watch here.
         await automations.changed_elsewhere(uri)
@@ -173,8 +173,9 @@ async def _cancel_elsewhere(host: Host, caller: Caller, run: dict[str, Any]) -> 
     if host.relay is None or node not in await host.placement.others():
         # Its node is gone: the run is failed as the nodes left see that.
         return f"Automation run cancellation was not accepted: {run['uri']}"
+    args = {"run": run["uri"], **_came_from(caller)}
     answer = await host.relay.call(
-        engine_channel(node), "cancel_automation_run", caller.principal, {"run": run["uri"]}
+        engine_channel(node), "cancel_automation_run", caller.principal, args
     )
     return None if answer["refused"] is None else str(answer["refused"])
 
@@ -196,13 +197,19 @@ async def do_automation_claimed(
     node = None if placed else await _placed(host, automations, automation)
     if node is not None:
         assert host.relay is not None
-        args = {"automation": automation, "runs": runs, "placed": True}
+        args = {"automation": automation, "runs": runs, "placed": True, **_came_from(caller)}
         return cast(
             dict[str, Any],
             await host.relay.call(node.channel, "automation_claimed", caller.principal, args),
         )
     await automations.claimed(automation, [str(r) for r in runs])
     return {"started": len(runs)}
+
+
+def _came_from(caller: Caller) -> dict[str, Any]:
+    """Where a call carried to another node came in, for its audit trail (services/calls.py
+    takes it off the call's arguments there)."""
+    return {"came_from": {"via": caller.via, "address": caller.address}}
 
 
 async def _placed(host: Host, automations: Automations, uri: str) -> Elsewhere | None:
