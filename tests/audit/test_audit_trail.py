@@ -19,8 +19,8 @@ from urllib.parse import quote, urlencode
 
 import pytest
 
-from tests.e2e.test_principal_changes import admin_signed_in
 from tests.e2e.test_sessions import ended
+from tests.support.admin_site import add_boss, admin_signed_in
 from tests.support.agents import server_with_local_agent
 from tests.support.rest import call, session_over_rest
 from tests.support.server import REPO, ServerProcess
@@ -38,11 +38,7 @@ def workdir():
 @pytest.fixture(scope="module")
 def server():
     with server_with_local_agent(AHPD_HOST_NAME="audithost") as process:
-        cli(process, "user", "add", "boss", "--role", "admin")
-        process.shell(
-            "from django.contrib.auth import get_user_model as m; "
-            "u = m().objects.get(username='boss'); u.set_password('pw-boss-1'); u.save()"
-        )
+        add_boss(process)
         yield process
 
 

@@ -11,10 +11,12 @@ import os
 import subprocess
 import sys
 import time
+import urllib.error
 
 import pytest
 
 from tests.e2e.test_grants import cli
+from tests.support.admin_site import add_boss, admin_signed_in
 from tests.support.rest import call
 from tests.support.server import REPO, ServerProcess
 
@@ -103,6 +105,20 @@ def test_a_started_server_is_a_node_listed_with_where_it_listens(server):
     shown = said(server, "nodes")
     assert shown.startswith(f"{NODE}  ws://127.0.0.1:{server.port}/  pid {server.pid}")
     assert f"nodes: {NODE}\n" in said(server, "status")
+
+
+def test_the_admins_nodes_page_lists_the_live_nodes_over_the_socket(server):
+    add_boss(server)
+    opener, _ = admin_signed_in(server)
+    page = (
+        opener.open(f"http://127.0.0.1:{server.port}/admin/hosts/node/", timeout=30).read().decode()
+    )
+    assert NODE in page and f"ws://127.0.0.1:{server.port}/" in page
+    assert "no limit" in page  # AHPD_NODE_AGENTS unset
+    # Read only: each node claims, renews and lets go its own row.
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        opener.open(f"http://127.0.0.1:{server.port}/admin/hosts/node/add/", timeout=30)
+    assert refused.value.code == 403
 
 
 @on_postgres

@@ -5,40 +5,23 @@ too."""
 
 from __future__ import annotations
 
-import re
-import subprocess
-import sys
 import urllib.parse
 import urllib.request
 import uuid
-from http.cookiejar import CookieJar
 
 import pytest
 
 from tests.e2e.test_grants import ROOT, as_, cli
 from tests.support import rest
+from tests.support.admin_site import add_boss, admin_signed_in
 from tests.support.client import RpcError
-from tests.support.server import REPO, ServerProcess
+from tests.support.server import ServerProcess
 
 
 @pytest.fixture(scope="module")
 def server():
     process = ServerProcess().start()
-    cli(process, "user", "add", "boss", "--role", "admin")
-    subprocess.run(
-        [
-            sys.executable,
-            "manage.py",
-            "shell",
-            "-c",
-            "from django.contrib.auth import get_user_model as m; "
-            "u = m().objects.get(username='boss'); u.set_password('pw-boss-1'); u.save()",
-        ],
-        cwd=REPO,
-        env=process.env(),
-        check=True,
-        capture_output=True,
-    )
+    add_boss(process)
     yield process
     process.close()
 
@@ -125,19 +108,3 @@ async def test_a_role_whose_grants_change_over_rest_holds_on_the_next_command(se
     with pytest.raises(RpcError) as refused:
         await client.request("listSessions", {"channel": ROOT})
     assert refused.value.code == -32009
-
-
-def admin_signed_in(server: ServerProcess) -> tuple[urllib.request.OpenerDirector, str]:
-    """A browser signed in to the admin site as `boss`, and its CSRF token."""
-    jar = CookieJar()
-    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
-    login = f"http://127.0.0.1:{server.port}/admin/login/?next=/admin/"
-    form = opener.open(login, timeout=30).read().decode()
-    csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form)
-    assert csrf
-    data = urllib.parse.urlencode(
-        {"csrfmiddlewaretoken": csrf.group(1), "username": "boss", "password": "pw-boss-1"}
-    ).encode()
-    with opener.open(urllib.request.Request(login, data=data, headers={"Referer": login})):
-        pass
-    return opener, next(c.value for c in jar if c.name == "csrftoken")
