@@ -296,13 +296,16 @@ class Terminals:
     def said_elsewhere(
         self, node: str, rows: list[tuple[dict[str, Any], access.Owned]] | None
     ) -> None:
-        """Node `node` said the terminals it runs (None: it is gone, and they with it)."""
+        """Node `node` said the terminals it runs (None: it is gone, and they with it); the
+        list is said again where that moved it."""
+        held = self._elsewhere.get(node, {})
+        told = {} if rows is None else {str(info["resource"]): (info, w) for info, w in rows}
         if rows is None:
-            if self._elsewhere.pop(node, None) is None:
-                return
+            self._elsewhere.pop(node, None)
         else:
-            self._elsewhere[node] = {str(info["resource"]): (info, whose) for info, whose in rows}
-        self._say_list()
+            self._elsewhere[node] = told
+        if [info for info, _ in held.values()] != [info for info, _ in told.values()]:
+            self._say_list()
 
     def nodes_elsewhere(self) -> set[str]:
         """The other nodes whose terminals are listed here."""
