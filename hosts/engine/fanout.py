@@ -124,6 +124,16 @@ class Fanout:
             for conn in list(channel.subscribers):
                 self.unsubscribe(conn, channel)
 
+    def hand_over(self, old: Channel, new: Channel) -> None:
+        """Open `new` in place of `old` (one URI, one state, now moved elsewhere: a chat that
+        moved to a session another node runs), its watchers watching it from now on with
+        nothing said: what they hold is its state."""
+        self._channels[new.uri] = new
+        for conn in old.subscribers:
+            new.subscribers[conn] = None
+            conn.subscriptions[new.uri] = new
+        old.subscribers.clear()
+
     def state_replaced(self, uri: str) -> None:
         """A channel's state was made again with no action said (read back from the store as
         a node takes its session over, a mirror lost): a reconnect of a client that last saw

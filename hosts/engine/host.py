@@ -353,6 +353,8 @@ class Host:
             return Elsewhere(terminal_node, engine_channel(terminal_node), "")
         if uri in self.sessions.dormant or uri in self.sessions.sessions:
             return None
+        if (listing := self.mirrors.listing(canonical(uri))) is not None:
+            return listing
         found = await self.placement.find(uri)
         if found.elsewhere is not None:
             return found.elsewhere
@@ -378,16 +380,18 @@ class Host:
             log.warning("session %s is run by another node now: let go here", uri)
             watchers = self._watchers_of(uri)
             await self.sessions.let_go(uri)
-            # Its channels here are gone: whoever watched them is sent to reconnect (a node
-            # whose mirrors this one fed: told they are lost), to be served by the node that
-            # runs it now.
-            for conn in watchers:
-                if (inbox := self.feeds.inbox_of(conn)) is not None:
-                    self.feeds.drop(inbox)
-                else:
-                    await self.fanout.close_one(
-                        conn, SERVICE_RESTART, f"session {uri} is run by another node now"
-                    )
+            # Its channels here are gone: whoever watched them is sent to reconnect.
+            await self.send_away(watchers, f"session {uri} is run by another node now")
+
+    async def send_away(self, watchers: set[Connection], reason: str) -> None:
+        """Send the watchers of channels this node no longer runs to reconnect (closed 1012),
+        to be served by the node that runs them now; a node whose mirrors this one fed is told
+        they are lost."""
+        for conn in watchers:
+            if (inbox := self.feeds.inbox_of(conn)) is not None:
+                self.feeds.drop(inbox)
+            else:
+                await self.fanout.close_one(conn, SERVICE_RESTART, reason)
 
     def _watchers_of(self, session: str) -> set[Connection]:
         """The connections watching any of a session's channels (its terminals aside: they

@@ -796,6 +796,140 @@ async def test_a_celery_fired_run_is_started_once_by_one_node_and_followed_on_ev
 
 
 # Last: a node of the module's is killed.
+def one_on_each(nodes, member: str, workdir: Path) -> dict[str, dict]:
+    """A session of `member`'s run by each node (made until placement put one on each)."""
+    made: dict[str, dict] = {}
+    for attempt in range(6):
+        session = session_over_rest(nodes["node-a"], member, workdir, f"made {attempt}")
+        made.setdefault(detail(nodes["node-a"], member, session["uri"])["node"], session)
+        if len(made) == len(nodes):
+            return made
+    raise AssertionError(f"placement put every session on {set(made)}")
+
+
+def chats_of(client, session: str) -> list[str]:
+    return [row["resource"] for row in client.tracked[session][0]["chats"]]
+
+
+def kept_turns(server: ServerProcess, token: str, session: str, chat: str, ids: list[str]) -> None:
+    """Until the REST API of `server` reads the chat, in the session, with those turns."""
+    deadline = time.monotonic() + 10
+    while True:
+        rows = {c["uri"]: c for c in detail(server, token, session)["chats"]}
+        if chat in rows and [t["id"] for t in rows[chat]["turns"]] == ids:
+            return
+        assert time.monotonic() < deadline, rows.get(chat)
+        time.sleep(0.1)
+
+
+async def run_on(client, chat: str, text: str) -> str:
+    action = turn(text)
+    echo = await client.dispatch_and_wait(chat, action, timeout=30)
+    assert "rejectionReason" not in echo, echo
+    await client.wait_action(ended(chat, action["turnId"]), timeout=30)
+    return action["turnId"]
+
+
+async def test_a_chat_moves_to_a_session_another_node_runs_and_its_watchers_watch_on(
+    nodes, connect, workdir
+):
+    member = person(nodes["node-a"], "member")
+    made = one_on_each(nodes, member, workdir)
+    source, target = made["node-a"]["uri"], made["node-b"]["uri"]
+    admin = await connect(nodes["node-a"].url)
+    await admin.initialize()
+    moves = {"type": "root/configChanged", "config": {"chatMoves.enabled": True}}
+    assert "rejectionReason" not in await admin.dispatch_and_wait("ahp-root://", moves)
+    near = await connect(nodes["node-a"].url, token=member)
+    far = await connect(nodes["node-b"].url, token=member)
+    try:
+        chat = f"ahp-chat:/{uuid.uuid4()}"
+        for client in (near, far):
+            await client.initialize()
+            for uri in (source, target):
+                await client.request("subscribe", {"channel": uri})
+        # A side chat of node-a's session, with a turn: movable, on both nodes.
+        await far.request("createChat", {"channel": source, "chat": chat})
+        for client in (near, far):
+            await client.request("subscribe", {"channel": chat})
+        first = await run_on(near, chat, "before the move")
+        for client in (near, far):
+            await client.wait_for(lambda c=client: c.tracked[chat][0].get("movable"))
+        turns = near.tracked[chat][0]["turns"]
+
+        # Asked of node-b, whose client it is: carried to node-a, which runs the chat and
+        # hands it to node-b, which runs the destination.
+        target_default = made["node-b"]["chat"]
+        destination = {"kind": "session", "session": target, "after": target_default}
+        assert await far.request("moveChat", {"channel": chat, "destination": destination}) == {
+            "session": target
+        }
+        for client in (near, far):
+            await client.wait_for(lambda c=client: chats_of(c, target)[-1:] == [chat])
+            await client.wait_for(lambda c=client: chat not in chats_of(c, source))
+            # Watched on, with nothing said on the chat itself: its turns where they were.
+            assert client.tracked[chat][0]["turns"] == turns
+        for server in nodes.values():
+            rows = {c["uri"]: c for c in detail(server, member, target)["chats"]}
+            assert [t["id"] for t in rows[chat]["turns"]] == [first]
+            assert chat not in {c["uri"] for c in detail(server, member, source)["chats"]}
+
+        # Its next turn runs where its session runs now, watched on from both nodes alike.
+        after = await run_on(near, chat, "after the move")
+        await far.wait_action(ended(chat, after), timeout=30)
+
+        def of_turn(client) -> list[str]:
+            return [
+                json.dumps(e["action"], sort_keys=True)
+                for e in client.actions
+                if e["channel"] == chat and e["action"].get("turnId") == after
+            ]
+
+        assert of_turn(near) == of_turn(far) and len(of_turn(near)) >= 3
+        for client in (near, far):
+            for uri in (chat, source, target):
+                await client.assert_conforms(uri)
+        kept_turns(nodes["node-a"], member, target, chat, [first, after])
+
+        # Refused by the destination's node (archived there), in its words, nothing moved.
+        archive = {"type": "session/isArchivedChanged", "isArchived": True}
+        assert "rejectionReason" not in await near.dispatch_and_wait(source, archive)
+        back = {"kind": "session", "session": source}
+        with pytest.raises(RpcError) as refused:
+            await near.request("moveChat", {"channel": chat, "destination": back})
+        assert refused.value.code == -32602, refused.value
+        assert refused.value.data == {"reason": "sessionArchived"}
+        assert refused.value.message == f"Session is archived: {source}"
+        # Someone else's session is no destination of this member's, on either node.
+        stranger = person(nodes["node-a"], "member")
+        theirs = one_on_each(nodes, stranger, workdir)["node-a"]["uri"]
+        with pytest.raises(RpcError) as refused:
+            await near.request(
+                "moveChat", {"channel": chat, "destination": {"kind": "session", "session": theirs}}
+            )
+        assert refused.value.code == -32009, refused.value
+        await near.settle()
+        assert chat in chats_of(near, target) and chat in chats_of(far, target)
+
+        # And back again, once the source is not archived: a turn runs on node-a.
+        archive["isArchived"] = False
+        assert "rejectionReason" not in await near.dispatch_and_wait(source, archive)
+        assert await near.request("moveChat", {"channel": chat, "destination": back}) == {
+            "session": source
+        }
+        for client in (near, far):
+            await client.wait_for(lambda c=client: chats_of(c, source)[:1] == [chat])
+        again = await run_on(far, chat, "home again")
+        await near.wait_action(ended(chat, again), timeout=30)
+        for client in (near, far):
+            for uri in (chat, source, target):
+                await client.assert_conforms(uri)
+        kept_turns(nodes["node-b"], member, source, chat, [first, after, again])
+    finally:
+        moves["config"]["chatMoves.enabled"] = False
+        await admin.dispatch_and_wait("ahp-root://", moves)
+
+
 async def test_a_killed_nodes_session_is_taken_over_at_its_next_use(
     nodes, connect, workdir, b_only
 ):

@@ -86,6 +86,8 @@ async def dispatch_action(host: Host, conn: Connection, params: dict[str, Any]) 
         return _unknown_target(host, rule, spec, uri, action, caller, refuse)
     if target.kind != spec.channel_kind:
         return refuse(f"{action_type} is not an action of {target.uri}")
+    if (moving := host.sessions.moving_refusal(target.uri)) is not None:
+        return refuse(moving)
     # In a session, or on a terminal, whose it is decides too (access.py).
     if needed is not None and (record := host.permissions.whose(target.uri)) is not None:
         if (reason := access.refusal(caller.principal, record, needed)) is not None:

@@ -82,6 +82,15 @@ class Feeds:
         if conn is not None and channel is not None:
             self._fanout.unsubscribe(conn, channel)
 
+    def unfeed(self, uri: str, inbox: str) -> None:
+        """Stop feeding `uri` to `inbox`, whichever mirror of it it fed: that node runs it now
+        (a chat moved to one of its sessions)."""
+        self._tokens.pop((inbox, uri), None)
+        conn = self._by_inbox.get(inbox)
+        channel = self._fanout.channel(uri)
+        if conn is not None and channel is not None:
+            self._fanout.unsubscribe(conn, channel)
+
     def inbox_of(self, conn: Connection) -> str | None:
         """The inbox of the node a connection feeds, where it is one of the feeds."""
         return next((inbox for inbox, fed in self._by_inbox.items() if fed is conn), None)

@@ -39,6 +39,9 @@ TERMINALS = "nodes.terminals"
 #: What a node tells the others: an automation it kept changed, or a run of it moved (the
 #: store has it now); each reads it back and says it (automations/catalogue.py).
 AUTOMATION = "nodes.automation"
+#: What a node tells the others: a chat of its moved to a session another node runs (the
+#: nodes whose mirror of it it fed judge its later watchers by that session's owner).
+CHAT_MOVED = "nodes.chatMoved"
 #: Every message another node tells this one (`heard`), as its inbox tells them apart.
 HEARD = frozenset(
     (
@@ -47,6 +50,7 @@ HEARD = frozenset(
         ACTIVE,
         AUTOMATION,
         TERMINALS,
+        CHAT_MOVED,
         sessions_elsewhere.SESSION,
         sessions_elsewhere.HELLO,
         sessions_elsewhere.ROWS,
@@ -124,6 +128,10 @@ class OtherNodes:
     def _terminals_said(self, rows: list[tuple[dict[str, Any], access.Owned]]) -> None:
         self.tell({"type": TERMINALS, "terminals": _terminal_rows(rows)})
 
+    def chat_moved(self, chat: str, whose: access.Owned) -> None:
+        """Tell the others a chat of this node's is now in another node's session `whose`."""
+        self.tell({"type": CHAT_MOVED, "chat": chat, "whose": owned_json(whose)})
+
     def _client_met(self, record: ClientRecord) -> None:
         self.tell(
             {
@@ -177,6 +185,8 @@ class OtherNodes:
                     "terminals": _terminal_rows(self._terminals.own_rows()),
                 },
             )
+        elif kind == CHAT_MOVED:
+            self._mirrors.moved(str(message["chat"]), owned_of(message["whose"]))
         elif kind == ACTIVE:
             self._sessions.active_said_elsewhere(node, int(message["count"]))
         elif kind == CLIENT:

@@ -98,6 +98,17 @@ class Mirrors:
         mirror = self._by_uri.get(uri)
         return mirror.node if mirror is not None and mirror.channel is not None else None
 
+    def listing(self, chat: str) -> Elsewhere | None:
+        """The node running a mirrored session that lists `chat` (one made there a moment ago,
+        which that node may not have written yet for this one to find)."""
+        for mirror in self._by_uri.values():
+            channel = mirror.channel
+            if channel is None or channel.kind != "session":
+                continue
+            if any(row.get("resource") == chat for row in channel.state.get("chats", ())):
+                return mirror.node
+        return None
+
     def whose(self, uri: str) -> access.Owned | None:
         mirror = self._by_uri.get(uri)
         return mirror.owned if mirror is not None else None
@@ -136,15 +147,60 @@ class Mirrors:
             raise
         if self._by_uri.get(uri) is not mirror:
             return  # lost meanwhile
-        mirror.owned = owned_of(seed["whose"])
-        mirror.channel = self._fanout.open(Channel(uri, seed["kind"], seed["state"]))
+        self._seed(uri, mirror, seed, None)
         # What the running node said while nothing here mirrored it is in no ring here: a
         # client that reconnects from before now is sent the snapshot.
         self._fanout.state_replaced(uri)
+
+    def _seed(
+        self, uri: str, mirror: Mirror, seed: dict[str, Any], replacing: Channel | None
+    ) -> None:
+        mirror.owned = owned_of(seed["whose"])
+        channel = Channel(uri, seed["kind"], seed["state"])
+        if replacing is None:
+            self._fanout.open(channel)
+        else:
+            self._fanout.hand_over(replacing, channel)
+        mirror.channel = channel
         mirror.after = seed["fromSeq"]
         early, mirror.early = mirror.early, []
         for envelope in early:
             self._apply(mirror, envelope)
+
+    # A chat of this node's moved to a session another node runs (services/chat_moves.py):
+    # its watchers here go on watching it, mirrored from that node.
+
+    def expect(self, uri: str, node: Elsewhere) -> Mirror:
+        """A mirror of `uri` that `node` is about to feed (its seed comes in the answer to the
+        call that hands it the chat): what it says before that answer is held for it."""
+        mirror = self._by_uri[uri] = Mirror(node)
+        return mirror
+
+    def seeded(self, mirror: Mirror, seed: dict[str, Any], replacing: Channel) -> None:
+        """Open an expected mirror from its seed, in place of the channel its watchers watched
+        (its state continued by the seed's: nothing is said to them)."""
+        uri = replacing.uri
+        if self._by_uri.get(uri) is mirror:
+            self._seed(uri, mirror, seed, replacing)
+
+    def unexpected(self, uri: str, mirror: Mirror) -> None:
+        """Forget an expected mirror no node will feed (the chat stayed here)."""
+        if self._by_uri.get(uri) is mirror:
+            del self._by_uri[uri]
+
+    def forget(self, uri: str) -> Channel | None:
+        """Stop mirroring `uri`, which this node runs from now on (a chat moved into one of its
+        sessions): the mirror's channel, for the one opened in its place to take its watchers;
+        the node that fed it stops by itself."""
+        mirror = self._by_uri.pop(uri, None)
+        return None if mirror is None else mirror.channel
+
+    def moved(self, uri: str, owned: access.Owned) -> None:
+        """A mirrored chat is now in another session (`owned`): its later watchers here are
+        judged by that one's owner."""
+        mirror = self._by_uri.get(uri)
+        if mirror is not None and mirror.owned is not None:
+            mirror.owned = owned
 
     def take(self, frames: list[str]) -> None:
         """Frames a running node sent (feeds.py): each action applied to its mirror, in order."""

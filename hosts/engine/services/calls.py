@@ -24,6 +24,7 @@ from .automations import (
     do_update_automation,
 )
 from .caller import Caller
+from .chat_moves import do_take_chat
 from .node_feeds import do_feed_channel, do_open_pipe, do_stop_feed
 from .policies import do_create_checked_session
 from .sessions import Created, do_dispose_session
@@ -50,6 +51,8 @@ SERVICES: dict[str, Service] = {
     # it claimed an automation's, has this engine start them.
     "automations_here": Service(do_automations_here, None),
     "automation_claimed": Service(do_automation_claimed, None),
+    # Another node handing one of its chats to a session this node runs (chat_moves.py).
+    "take_chat": Service(do_take_chat, None),
     # Another node's client cancelling a run this node runs.
     "cancel_automation_run": Service(do_cancel_run_here, None),
     # Another node whose client watches a channel this node runs (other_nodes/).

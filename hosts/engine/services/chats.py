@@ -108,6 +108,8 @@ async def do_dispose_chat(host: Host, caller: Caller, uri: str) -> None:
     if chat is None or chat.is_default:
         return
     caller.may_in(chat.session, "chat:dispose")
+    if (moving := host.sessions.moving_refusal(chat.record.uri)) is not None:
+        raise ProtocolError(ErrorCode.CONFLICT, moving)
     await host.sessions.remove_chat(chat)
 
 

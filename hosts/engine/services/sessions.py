@@ -140,6 +140,9 @@ async def do_dispose_session(host: Host, caller: Caller, uri: str) -> None:
     caller.may("session:dispose")
     session = session_of(host, uri)
     caller.may_in(session, "session:dispose")
+    for chat in session.record.chats:
+        if (moving := host.sessions.moving_refusal(chat)) is not None:
+            raise ProtocolError(ErrorCode.CONFLICT, moving)
     # Its changesets are cleared for those who watch them before the session is said gone.
     await host.changesets.clear(session.record.uri)
     host.annotations.close(session.record.uri)

@@ -56,6 +56,8 @@ class Sessions:
         self.dormant: dict[str, ChatRecord] = {}
         self._waking: dict[str, asyncio.Future[list[dict[str, Any]]]] = {}
         self._adopting: dict[str, asyncio.Future[None]] = {}
+        #: The chats being handed to a session another node runs (services/chat_moves.py).
+        self.moving: set[str] = set()
         self.catalogue = Catalogue()
         #: A session's changeset catalogue (changesets/), and who hears its turns start and end.
         self.catalogue_of: Callable[[SessionRecord], list[dict[str, Any]] | None] = lambda r: None
@@ -540,12 +542,11 @@ class Sessions:
         """Place a chat after `after` (first, for None) in its own session's catalogue: the
         order kept before session/chatsReordered says it."""
         session = chat.session
-        order = [uri for uri in session.record.chats if uri != chat.record.uri]
-        order.insert(order.index(after) + 1 if after is not None else 0, chat.record.uri)
-        session.record.chats = order
+        session.record.chats = [uri for uri in session.record.chats if uri != chat.record.uri]
+        _place(session, chat.record.uri, after)
         self.save_session(session)
         await self.writes.flush()
-        session.say({"type": "session/chatsReordered", "chats": list(order)})
+        session.say({"type": "session/chatsReordered", "chats": list(session.record.chats)})
 
     async def move(self, chat: LiveChat, destination: LiveSession, after: str | None) -> None:
         """Hand a chat to another session, placed after `after` (first, for None). Ownership
@@ -555,9 +556,7 @@ class Sessions:
         source = chat.session
         uri = chat.record.uri
         source.record.chats.remove(uri)
-        order = list(destination.record.chats)
-        order.insert(order.index(after) + 1 if after is not None else 0, uri)
-        destination.record.chats = order
+        _place(destination, uri, after)
         del source.chats[uri]
         destination.chats[uri] = chat
         chat.session = destination
@@ -567,16 +566,78 @@ class Sessions:
         self.save_chat(chat)
         await self.writes.flush()
         await _let_backend_go(chat)
+        source.say({"type": "session/chatRemoved", "chat": uri})
+        self.touch(source)
+        self._say_added(chat)
+
+    # A chat moved to a session another node runs (services/chat_moves.py): the node that ran
+    # it holds it out of every change while the other takes it (`moving`), and lets it go once
+    # that node has it.
+
+    def moving_refusal(self, chat: str) -> str | None:
+        """Why a chat may not be acted on now: it is being handed to another node's session."""
+        if chat not in self.moving:
+            return None
+        return f"Chat {chat} is being moved to another session: try again once it moved."
+
+    def take(
+        self,
+        record: ChatRecord,
+        state: dict[str, Any],
+        destination: LiveSession,
+        after: str | None,
+        replacing: Channel | None,
+    ) -> LiveChat:
+        """Hold a chat another node's session handed to `destination`: its record as that node
+        kept it (its turns read from the store), its state as that node held it, which is what
+        every watcher of it holds, opened in place of this node's mirror of it where there is
+        one. Kept behind; said by `say_taken`."""
+        uri = record.uri
+        record.session = destination.record.uri
+        _place(destination, uri, after)
+        channel = Channel(uri, "chat", state)
+        if replacing is None:
+            self.fanout.open(channel)
+        else:
+            self.fanout.hand_over(replacing, channel)
+        chat = LiveChat(record, channel, destination)
+        destination.chats[uri] = chat
+        self.chats[uri] = chat
+        self.save_session(destination)
+        self.save_chat(chat)
+        return chat
+
+    async def say_taken(self, chat: LiveChat) -> None:
+        """Say a chat taken from another node added to its session, once it is kept."""
+        await self.writes.flush()
+        self._say_added(chat)
+
+    async def give(self, chat: LiveChat) -> None:
+        """Let go a chat another node's session took: out of its session here and kept so,
+        its backend let go, said removed. Its channel is no longer this node's (mirrored from
+        the node that took it, or closed, by the caller)."""
+        source = chat.session
+        uri = chat.record.uri
+        source.record.chats.remove(uri)
+        del source.chats[uri]
+        self.chats.pop(uri, None)
+        self.save_session(source)
+        await self.writes.flush()
+        await close_chat(chat, cancel=False)
+        source.say({"type": "session/chatRemoved", "chat": uri})
+        self.touch(source)
+
+    def _say_added(self, chat: LiveChat) -> None:
+        """Say a chat moved into its session: its row added, the session's order."""
+        destination = chat.session
         state = chat.state()
         summary = {
             key: state[key]
             for key in ("resource", "title", "status", "modifiedAt", "origin", "movable")
             if key in state
         }
-        source.say({"type": "session/chatRemoved", "chat": uri})
         destination.say({"type": "session/chatAdded", "summary": summary})
-        destination.say({"type": "session/chatsReordered", "chats": list(order)})
-        self.touch(source)
+        destination.say({"type": "session/chatsReordered", "chats": list(destination.record.chats)})
         self.touch(destination)
         self.say_movable(chat)
 
@@ -731,6 +792,13 @@ class Sessions:
             await self.store.save_turn(chat, position, turn)
 
         self.writes.later(f"turn:{chat}:{turn['id']}", write)
+
+
+def _place(destination: LiveSession, uri: str, after: str | None) -> None:
+    """Put a chat in a session's catalogue after `after` (first, for None)."""
+    order = list(destination.record.chats)
+    order.insert(order.index(after) + 1 if after is not None else 0, uri)
+    destination.record.chats = order
 
 
 async def _let_backend_go(chat: LiveChat) -> None:
