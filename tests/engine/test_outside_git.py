@@ -77,3 +77,23 @@ async def test_a_folder_grown_past_the_limit_is_let_go(tmp_path: Path, folder: P
     assert await store.snapshot(folder) is None
     assert not list((store.git_dir / "indexes").iterdir())
     assert await store.snapshot(folder) is None  # not counted or hashed again
+
+
+async def test_an_empty_folder_is_kept_as_the_empty_tree_and_what_comes_later_as_its_own(
+    tmp_path: Path,
+):
+    """A new project's folder, empty at its first turn: git writes no index for nothing to add,
+    and the before side of every file the turn makes is that nothing."""
+    empty = tmp_path / "new-project"
+    empty.mkdir()
+    store = OutsideGitCopies(tmp_path / "state")
+    before = await store.snapshot(empty)
+    assert before == "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # git's empty tree
+    (empty / "made.txt").write_text("made\n")
+    after = await store.snapshot(empty)
+    assert after is not None and after != before
+    assert held(store, after, empty / "made.txt") == b"made\n"
+    # Emptied again: the empty tree once more, from no index left of what it held.
+    (empty / "made.txt").unlink()
+    assert await store.snapshot(empty) == before
+    assert list((store.git_dir).glob("ahpd-index-*")) == []

@@ -91,7 +91,12 @@ class OutsideGitCopies:
                 saved.unlink(missing_ok=True)
                 return None
             _, out = await git.run(Path("/"), "write-tree", env=env)
-            os.replace(index, saved)
+            if index.exists():
+                os.replace(index, saved)
+            else:
+                # Nothing in the folder to add, so git wrote no index: the empty tree, and
+                # nothing to start from next time.
+                saved.unlink(missing_ok=True)
             return out.decode().strip()
         finally:
             index.unlink(missing_ok=True)
@@ -112,6 +117,9 @@ class OutsideGitCopies:
 
 def _entries(index: Path) -> int:
     """How many files a git index holds, read off its header (`DIRC`, version, count)."""
-    with index.open("rb") as file:
-        head = file.read(12)
+    try:
+        with index.open("rb") as file:
+            head = file.read(12)
+    except FileNotFoundError:
+        return 0  # git writes none for a folder with nothing to add
     return int.from_bytes(head[8:12], "big") if len(head) == 12 and head[:4] == b"DIRC" else 0
