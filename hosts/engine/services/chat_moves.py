@@ -111,10 +111,13 @@ async def _hand_over(
                     "feed": None if mirror is None else [host.mirrors.inbox, mirror.token],
                 },
             )
-        except ProtocolError as exc:
-            if exc.code == ErrorCode.INTERNAL_ERROR and await _taken_anyway(host, uri, session_uri):
-                # No answer, but the store has it in the destination: it moved, though this
-                # node cannot mirror it (its watchers here are sent to reconnect).
+        except Exception as exc:
+            # A refusal is that node's word; anything else (no answer in time, a failure
+            # there or on the way) leaves the store's word on whether it moved.
+            refusal = isinstance(exc, ProtocolError) and exc.code != ErrorCode.INTERNAL_ERROR
+            if not refusal and await _taken_anyway(host, uri, session_uri):
+                # It moved, though this node cannot mirror it: its watchers here are sent to
+                # reconnect.
                 log.warning("%s moved to %s with no answer from %s", uri, session_uri, node)
                 taken = {"session": session_uri, "fed": None}
             else:
