@@ -436,7 +436,16 @@ class NodeAdmin(ReadOnly, admin.ModelAdmin):
     """The host's nodes whose lease holds: a node gone (killed, its machine lost) is not
     listed once its lease lapses, and one that stopped is gone at once."""
 
-    list_display = ("node_id", "address", "machine", "pid", "agents", "started_at", "lease_until")
+    list_display = (
+        "node_id",
+        "address",
+        "machine",
+        "pid",
+        "runs",
+        "agents_at_most",
+        "started_at",
+        "lease_until",
+    )
     fields = (
         "node_id",
         "address",
@@ -444,6 +453,7 @@ class NodeAdmin(ReadOnly, admin.ModelAdmin):
         "pid",
         "folders",
         "agents",
+        "agents_at_most",
         "version",
         "started_at",
         "renewed_at",
@@ -455,5 +465,9 @@ class NodeAdmin(ReadOnly, admin.ModelAdmin):
         return super().get_queryset(request).filter(lease_until__gte=timezone.now())
 
     @admin.display(description="agents at most")
-    def agents(self, node: Node) -> str:
+    def agents_at_most(self, node: Node) -> str:
         return str(node.agents_max) if node.agents_max else "no limit"
+
+    @admin.display(description="runs")
+    def runs(self, node: Node) -> str:
+        return ", ".join(node.agents) or "no agent"

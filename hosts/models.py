@@ -213,6 +213,9 @@ class Node(models.Model):
     folders = models.JSONField(default=list)
     #: How many agents it may run at once (AHPD_NODE_AGENTS); 0 is no limit.
     agents_max = models.PositiveIntegerField(default=0)
+    #: The agents it runs (its AHPD_CONFIG's, by id): a session goes to, and is taken over by,
+    #: a node that runs its agent.
+    agents = models.JSONField(default=list)
     version = models.CharField(max_length=64, blank=True, default="")
     started_at = models.DateTimeField()
     renewed_at = models.DateTimeField()

@@ -51,6 +51,11 @@ class NodeSerializer(serializers.Serializer):
     agentsMax = serializers.IntegerField(  # noqa: N815
         help_text="how many agents it may run at once (AHPD_NODE_AGENTS); 0 sets no limit"
     )
+    agents = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="the agents it runs (AHPD_CONFIG's, by id): a new session goes to a node "
+        "running its agent",
+    )
     version = serializers.CharField(help_text="its server version")
     startedAt = serializers.CharField(help_text="when it claimed its row")  # noqa: N815
     leaseUntil = serializers.CharField(  # noqa: N815

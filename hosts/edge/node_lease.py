@@ -55,7 +55,7 @@ def node_address(bound_host: str, bound_port: int) -> str:
 class NodeLease:
     """This process's claim on its node row, from start to stop."""
 
-    def __init__(self, version: str) -> None:
+    def __init__(self, version: str, agents: tuple[str, ...] = ()) -> None:
         self.lease = timedelta(seconds=settings.AHPD_NODE_LEASE_SECONDS)
         self.facts = NodeFacts(
             node_id=settings.AHPD_NODE_ID,
@@ -67,6 +67,7 @@ class NodeLease:
             folders=tuple(str(path) for path in settings.AHPD_PATHS),
             agents_max=settings.AHPD_NODE_AGENTS,
             version=version,
+            agents=agents,
         )
         self._task: asyncio.Task[None] | None = None
         #: Called once a renewal found the lease lapsed and the row was claimed again.

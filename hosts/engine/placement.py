@@ -43,8 +43,9 @@ class Placement(Protocol):
         runs it."""
         ...
 
-    async def place_new(self, folder: str | None) -> Elsewhere | None:
-        """The node a new session working in `folder` is made on; None for this one."""
+    async def place_new(self, folder: str | None, provider: str | None) -> Elsewhere | None:
+        """The node a new session of agent `provider` working in `folder` is made on; None for
+        this one."""
         ...
 
     async def held(self) -> set[str]:
@@ -90,8 +91,8 @@ class SessionNodes(Protocol):
         (id, address) of the live node that does."""
         ...
 
-    async def place(self, folder: str) -> tuple[str, str]:
-        """The (id, address) of the node a new session in `folder` goes to."""
+    async def place(self, folder: str | None, provider: str | None) -> tuple[str, str]:
+        """The (id, address) of the node a new session of `provider` in `folder` goes to."""
         ...
 
     async def held(self) -> list[str]: ...
@@ -118,7 +119,7 @@ class HereOnly:
     async def find(self, uri: str) -> Found:
         return Found(None)
 
-    async def place_new(self, folder: str | None) -> Elsewhere | None:
+    async def place_new(self, folder: str | None, provider: str | None) -> Elsewhere | None:
         return None
 
     async def held(self) -> set[str]:
@@ -144,10 +145,10 @@ class NodePlacement:
             return Found(session)
         return Found(session, self._elsewhere(*holder))
 
-    async def place_new(self, folder: str | None) -> Elsewhere | None:
-        if folder is None:
+    async def place_new(self, folder: str | None, provider: str | None) -> Elsewhere | None:
+        if folder is None and provider is None:
             return None
-        node_id, address = await self._nodes.place(folder)
+        node_id, address = await self._nodes.place(folder, provider)
         return None if node_id == self.node_id else self._elsewhere(node_id, address)
 
     async def held(self) -> set[str]:

@@ -36,6 +36,8 @@ class NodeFacts:
     folders: tuple[str, ...]
     agents_max: int
     version: str
+    #: The agents it runs, by id.
+    agents: tuple[str, ...] = ()
 
 
 class NodeHeld(Exception):
@@ -70,6 +72,7 @@ def _written(facts: NodeFacts, lease: timedelta) -> dict[str, Any]:
         "pid_space": facts.pid_space,
         "folders": list(facts.folders),
         "agents_max": facts.agents_max,
+        "agents": list(facts.agents),
         "version": facts.version,
         "renewed_at": _now(),
         "lease_until": _until(lease),
@@ -129,6 +132,7 @@ def node_json(node: Node) -> dict[str, Any]:
         "pid": node.pid,
         "folders": list(node.folders),
         "agentsMax": node.agents_max,
+        "agents": list(node.agents),
         "version": node.version,
         "startedAt": node.started_at.isoformat(timespec="seconds"),
         "leaseUntil": node.lease_until.isoformat(timespec="seconds"),

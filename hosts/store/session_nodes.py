@@ -64,8 +64,8 @@ def take_free(node_id: str, machine: str) -> int:
     free = StoredSession.objects.filter(_free_for(node_id)).exclude(node=node_id)
     takeable = [
         uri
-        for uri, folders in free.values_list("uri", "working_directories")
-        if _runs_here(node_id, first_folder(folders), live)
+        for uri, folders, provider in free.values_list("uri", "working_directories", "provider")
+        if _runs_here(node_id, first_folder(folders), provider, live)
     ]
     for start in range(0, len(takeable), 500):
         chunk = takeable[start : start + 500]
@@ -80,25 +80,36 @@ class LiveNode:
     address: str
     folders: tuple[str, ...]
     agents_max: int
+    agents: tuple[str, ...]
+
+    def runs(self, folder: Path | None, provider: str | None) -> bool:
+        """Whether it may run a session of agent `provider` working in `folder` (its first):
+        it serves the folder and runs the agent (None: any)."""
+        return (folder is None or _serves(self.folders, folder)) and (
+            provider is None or provider in self.agents
+        )
 
 
 def _live_nodes() -> dict[str, LiveNode]:
     """The live nodes, by id, in id order."""
     rows = Node.objects.filter(lease_until__gte=Now()).order_by("node_id")
     return {
-        str(node_id): LiveNode(str(address), tuple(folders), int(agents_max))
-        for node_id, address, folders, agents_max in rows.values_list(
-            "node_id", "address", "folders", "agents_max"
+        str(node_id): LiveNode(str(address), tuple(folders), int(agents_max), tuple(agents))
+        for node_id, address, folders, agents_max, agents in rows.values_list(
+            "node_id", "address", "folders", "agents_max", "agents"
         )
     }
 
 
-def _runs_here(node_id: str, folder: Path | None, live: dict[str, LiveNode]) -> bool:
-    """Whether `node_id` may take a session working in `folder` (its first): it serves it,
-    or no live node does (a session is never left with nowhere to run)."""
-    if folder is None or (node_id in live and _serves(live[node_id].folders, folder)):
+def _runs_here(
+    node_id: str, folder: Path | None, provider: str | None, live: dict[str, LiveNode]
+) -> bool:
+    """Whether `node_id` may take a session of agent `provider` working in `folder`: it serves
+    the folder and runs the agent, or no live node does (a session is never left with nowhere
+    to run)."""
+    if node_id in live and live[node_id].runs(folder, provider):
         return True
-    return not any(_serves(node.folders, folder) for node in live.values())
+    return not any(node.runs(folder, provider) for node in live.values())
 
 
 def session_of(uri: str) -> str | None:
@@ -120,14 +131,15 @@ def take(session: str, node_id: str, machine: str) -> Holder | None:
     mine = rows.filter(node=node_id).exists()
     if not mine:
         let_go_gone_here(machine)
-    folder = first_folder(rows.values_list("working_directories", flat=True).first())
+    folders, provider = rows.values_list("working_directories", "provider").first() or ([], None)
+    folder = first_folder(folders)
     live = _live_nodes()
-    if not mine and not _runs_here(node_id, folder, live):
+    if not mine and not _runs_here(node_id, folder, provider, live):
         runner = rows.filter(node__in=_live_ids()).values_list("node", flat=True).first()
         if runner is None:
-            # A live node serving its folder runs it, taking it at its first use there.
-            assert folder is not None  # _runs_here holds for a session of no folder
-            runner = next(n for n, node in live.items() if _serves(node.folders, folder))
+            # A live node serving its folder and running its agent runs it, taking it at its
+            # first use there.
+            runner = next(n for n, node in live.items() if node.runs(folder, provider))
         return Holder(str(runner), live[str(runner)].address if runner in live else "")
     if rows.filter(_free_for(node_id)).update(node=node_id):
         return None
@@ -150,20 +162,21 @@ def others(node_id: str, machine: str) -> list[str]:
     return [str(n) for n in _live_ids().exclude(node_id=node_id).values_list("node_id", flat=True)]
 
 
-def place(folder: str, node_id: str) -> tuple[str, str]:
-    """The node a new session working in `folder` goes to: of the live nodes serving the
-    folder, the one running fewest sessions for the agents it may run (`node_id`, this one,
-    where it is among the least loaded or none serves the folder)."""
+def place(folder: str | None, provider: str | None, node_id: str) -> tuple[str, str]:
+    """The node a new session of agent `provider` working in `folder` goes to: of the live
+    nodes serving the folder and running the agent (None: any), the one running fewest
+    sessions for the agents it may run (`node_id`, this one, where it is among the least
+    loaded or no node may run it)."""
     counts = dict(
         StoredSession.objects.exclude(node="")
         .values("node")
         .annotate(n=Count("uri"))
         .values_list("node", "n")
     )
-    path = Path(folder)
+    path = None if folder is None else Path(folder)
     best, best_load = (node_id, ""), None
     for other, node in _live_nodes().items():
-        if not _serves(node.folders, path):
+        if not node.runs(path, provider):
             continue
         running = counts.get(other, 0)
         if node.agents_max and running >= node.agents_max:
@@ -193,8 +206,8 @@ class DjangoSessionNodes:
         holder = await db_call(take)(session, self.node_id, self.machine)
         return None if holder is None else (holder.node_id, holder.address)
 
-    async def place(self, folder: str) -> tuple[str, str]:
-        return await db_call(place)(folder, self.node_id)
+    async def place(self, folder: str | None, provider: str | None) -> tuple[str, str]:
+        return await db_call(place)(folder, provider, self.node_id)
 
     async def held(self) -> list[str]:
         return await db_call(held)(self.node_id)

@@ -17,6 +17,7 @@ import pytest
 
 from tests.e2e.test_grants import cli
 from tests.support.admin_site import add_boss, admin_signed_in
+from tests.support.agents import local_agent_config, server_with_config
 from tests.support.rest import call
 from tests.support.server import REPO, ServerProcess
 
@@ -36,11 +37,12 @@ on_postgres = pytest.mark.skipif(
 
 @pytest.fixture(scope="module")
 def server():
-    process = ServerProcess(
-        env_extra={"AHPD_NODE_ID": NODE, "AHPD_NODE_LEASE_SECONDS": str(LEASE_SECONDS)}
-    ).start()
-    yield process
-    process.close()
+    # Its one agent (never asked for a model here) is listed with the node.
+    config = local_agent_config("http://127.0.0.1:9/v1")
+    with server_with_config(
+        config, AHPD_NODE_ID=NODE, AHPD_NODE_LEASE_SECONDS=str(LEASE_SECONDS)
+    ) as process:
+        yield process
 
 
 def nodes(server: ServerProcess) -> list[dict]:
@@ -97,6 +99,7 @@ def test_a_started_server_is_a_node_listed_with_where_it_listens(server):
     assert node["pid"] == server.pid
     assert node["folders"] == server.env()["AHPD_PATHS"].split(os.pathsep)
     assert node["agentsMax"] == 0
+    assert node["agents"] == ["local"]
     # The command line reads the same rows from the database every node shares.
     [row] = cli(server, "nodes")
     assert {k: v for k, v in row.items() if k != "leaseUntil"} == {
@@ -115,6 +118,7 @@ def test_the_admins_nodes_page_lists_the_live_nodes_over_the_socket(server):
     )
     assert NODE in page and f"ws://127.0.0.1:{server.port}/" in page
     assert "no limit" in page  # AHPD_NODE_AGENTS unset
+    assert '<td class="field-runs">local</td>' in page
     # Read only: each node claims, renews and lets go its own row.
     with pytest.raises(urllib.error.HTTPError) as refused:
         opener.open(f"http://127.0.0.1:{server.port}/admin/hosts/node/add/", timeout=30)

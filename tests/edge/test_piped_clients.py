@@ -36,7 +36,7 @@ class TwoNodes:
     async def find(self, uri: str) -> Found:
         return Found(None)
 
-    async def place_new(self, folder: str | None) -> Elsewhere | None:
+    async def place_new(self, folder: str | None, provider: str | None) -> Elsewhere | None:
         return None
 
     async def held(self) -> set[str]:

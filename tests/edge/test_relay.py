@@ -34,7 +34,7 @@ class ElsewhereFor:
     async def find(self, uri: str) -> Found:
         return Found(uri, Elsewhere("holder", self.engine, ""))
 
-    async def place_new(self, folder: str | None) -> Elsewhere | None:
+    async def place_new(self, folder: str | None, provider: str | None) -> Elsewhere | None:
         return Elsewhere("holder", self.engine, "")
 
     async def held(self) -> set[str]:

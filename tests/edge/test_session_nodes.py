@@ -24,7 +24,9 @@ SESSION = "ahp-session:/one"
 CHAT = "ahp-chat:/one-default"
 
 
-def node(node_id: str, *, live: bool = True, folders=("/srv/work",), agents=0, **kw) -> Node:
+def node(
+    node_id: str, *, live: bool = True, folders=("/srv/work",), agents=0, runs=("local",), **kw
+) -> Node:
     now = timezone.now()
     return Node.objects.create(
         node_id=node_id,
@@ -35,16 +37,19 @@ def node(node_id: str, *, live: bool = True, folders=("/srv/work",), agents=0, *
         pid_space=kw.get("pid_space", pid_space()),
         folders=list(folders),
         agents_max=agents,
+        agents=list(runs),
         started_at=now,
         renewed_at=now,
         lease_until=now + (timedelta(seconds=15) if live else -timedelta(seconds=1)),
     )
 
 
-def session(uri: str = SESSION, held_by: str = "", folder: str = "/srv/work/app") -> None:
+def session(
+    uri: str = SESSION, held_by: str = "", folder: str = "/srv/work/app", provider: str = "local"
+) -> None:
     StoredSession.objects.create(
         uri=uri,
-        provider="local",
+        provider=provider,
         created_ms=1,
         modified_ms=1,
         default_chat=f"{uri}-default",
@@ -148,14 +153,40 @@ def test_a_new_session_goes_to_the_least_loaded_node_serving_its_folder():
     session("ahp-session:/1", held_by="a")
     session("ahp-session:/2", held_by="full")
     # b runs none and serves the folder; c runs none but does not serve it; full is full.
-    assert place("/srv/work/app", "a") == ("b", "ws://b:9187/")
+    assert place("/srv/work/app", "local", "a") == ("b", "ws://b:9187/")
     session("ahp-session:/3", held_by="b")
     # A tie is this node's own.
-    assert place("/srv/work/app", "a")[0] == "a"
-    assert place("/srv/work/app", "b")[0] == "b"
+    assert place("/srv/work/app", "local", "a")[0] == "a"
+    assert place("/srv/work/app", "local", "b")[0] == "b"
     # A folder no live node serves is this node's to refuse or run, as one node alone would.
-    assert place("/elsewhere", "a") == ("a", "")
-    assert place("/srv/other/x", "a") == ("c", "ws://c:9187/")
+    assert place("/elsewhere", "local", "a") == ("a", "")
+    assert place("/srv/other/x", "local", "a") == ("c", "ws://c:9187/")
+
+
+@pytest.mark.django_db
+def test_a_session_goes_to_and_is_taken_over_by_a_node_running_its_agent():
+    node("a", runs=("local",))
+    node("b", runs=("local", "claude"))
+    session("ahp-session:/busy-b", held_by="b")
+    # a is the least loaded, but runs no Claude: a Claude session goes to b.
+    assert place("/srv/work/app", "local", "b")[0] == "a"
+    assert place("/srv/work/app", "claude", "a") == ("b", "ws://b:9187/")
+    # With no folder named, the agent alone decides.
+    assert place(None, "claude", "a")[0] == "b"
+    # An agent no live node runs is this node's to refuse, as one node alone would.
+    assert place("/srv/work/app", "codex", "a") == ("a", "")
+    # Its node gone, a Claude session is taken over by the node running Claude, wherever it
+    # is used; one of an agent no live node runs by whichever uses it.
+    session("ahp-session:/claude", held_by="gone", provider="claude")
+    session("ahp-session:/codex", held_by="gone", provider="codex")
+    holder = take("ahp-session:/claude", "a", "machine-a")
+    assert holder is not None and holder.node_id == "b"
+    assert take("ahp-session:/codex", "a", "machine-a") is None
+    # A node starting takes only the sessions of the agents it runs.
+    session("ahp-session:/claude-2", held_by="gone", provider="claude")
+    session("ahp-session:/local", held_by="gone")
+    take_free("a", "machine-a")
+    assert sorted(held("a")) == ["ahp-session:/codex", "ahp-session:/local"]
 
 
 @pytest.mark.django_db

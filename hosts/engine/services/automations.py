@@ -214,13 +214,16 @@ def _came_from(caller: Caller) -> dict[str, Any]:
 
 async def _placed(host: Host, automations: Automations, uri: str) -> Elsewhere | None:
     """The other node a run of `uri` goes to (the least loaded live one serving the folder
-    its sessions work in), or None for this one."""
+    its sessions work in and running their agent), or None for this one."""
     if host.relay is None or not host.placement.node_id:
         return None
     record = automations.records.get(uri)
     template = (record or {}).get("definition", {}).get("session") or {}
     folder = first_folder(template.get("workingDirectories"))
-    return await host.placement.place_new(None if folder is None else str(folder))
+    provider = template.get("provider")
+    return await host.placement.place_new(
+        None if folder is None else str(folder), provider if isinstance(provider, str) else None
+    )
 
 
 async def do_automations_here(host: Host, caller: Caller) -> dict[str, Any]:

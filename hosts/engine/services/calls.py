@@ -76,7 +76,7 @@ async def perform(
     elsewhere = (
         await host.elsewhere(uri)
         if isinstance(uri, str)
-        else await host.placement.place_new(_folder_asked(args))
+        else await host.placement.place_new(_folder_asked(args), _provider_asked(args))
         if name == "create_session" and not relayed
         else None
     )
@@ -107,3 +107,9 @@ def _folder_asked(args: dict[str, Any]) -> str | None:
     """The folder a new session asked for works in, as a path (None: none named yet)."""
     folder = first_folder(args.get("directories"))
     return None if folder is None else str(folder)
+
+
+def _provider_asked(args: dict[str, Any]) -> str | None:
+    """The agent a new session asked for (None: none named yet)."""
+    provider = args.get("provider")
+    return provider if isinstance(provider, str) else None

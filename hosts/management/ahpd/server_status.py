@@ -59,7 +59,8 @@ def nodes_list(options: dict[str, Any]) -> Shown:
     lines = [
         f"{row['id']}  {row['address'] or '-'}  pid {row['pid']} on {row['machine']}  "
         f"since {row['startedAt']}  lease until {row['leaseUntil']}  "
-        f"agents {row['agentsMax'] or 'no limit'}  folders {', '.join(row['folders']) or '-'}"
+        f"agents {', '.join(row['agents']) or 'none'} ({row['agentsMax'] or 'no limit'} at "
+        f"most)  folders {', '.join(row['folders']) or '-'}"
         for row in rows
     ]
     return Shown(rows, lines=lines or ["no nodes: no serve runs on this database"])

@@ -76,7 +76,7 @@ class Command(BaseCommand):
         # This process as a node of its host (every serve on this database is one), its row
         # claimed before the engine reads which sessions are its own, and renewed once it
         # listens.
-        node = NodeLease(host_settings().server_version)
+        node = NodeLease(host_settings().server_version, tuple(sorted(configured_agents())))
         try:
             reactor_loop().run_until_complete(node.claim())
         except NodeHeld as exc:
