@@ -43,7 +43,7 @@ from .folder_watchers import FolderWatchers
 from .git_facts import GitFacts
 from .host_settings import HostSettings as HostSettings
 from .other_nodes.feeds import Feeds
-from .other_nodes.messages import ROOT_CONFIG, SERVICE_RESTART, OtherNodes
+from .other_nodes.messages import AGENTS, ROOT_CONFIG, SERVICE_RESTART, OtherNodes
 from .other_nodes.mirrors import Mirrors
 from .other_nodes.piped_clients import PipedClients
 from .permissions import Permissions
@@ -61,6 +61,7 @@ from .sessions.folder_customization_watches import FolderCustomizations
 from .sessions.live_session import LiveChat
 from .sessions.local_commands import LocalCommands
 from .sessions.mcp_servers import McpServersOfSessions
+from .sessions.records import first_folder
 from .telemetry import Telemetry
 from .terminals import Terminals
 from .terminals.shells import chosen_shell
@@ -235,6 +236,12 @@ class Host:
             self.fanout,
             self.root_config_said_elsewhere,
         )
+        self.nodes.own_agents = self.own_agents_info
+        self.nodes.agents_said = self.agents_said_elsewhere
+        #: The agents each other node runs, as it told them (AgentInfo, by node), and what
+        #: this one told them of its own last.
+        self.agents_elsewhere: dict[str, list[dict[str, Any]]] = {}
+        self._agents_told: list[dict[str, Any]] | None = None
         #: The automations catalogue (automations.Automations, which imports this module),
         #: where a store for them was given; None otherwise.
         self.automations: Any = None
@@ -368,6 +375,8 @@ class Host:
         failed."""
         live = set(await self.placement.others())
         await self.nodes.check_feeders(live)
+        for node in set(self.agents_elsewhere) - live:
+            self.agents_said_elsewhere(node, None)  # what it ran is run nowhere now
         await self.pipes.homes_gone(live)
         if self.automations is not None:
             await self.automations.check_nodes(live)
@@ -406,7 +415,43 @@ class Host:
         }
 
     def agents_info(self) -> list[dict[str, Any]]:
-        """Root state's `agents`: each agent's AgentInfo, with the people resource."""
+        """Root state's `agents`: the host's, this node's and then each other node's that this
+        one does not run (a session of one is made where it runs: services/calls.py)."""
+        agents = self.own_agents_info()
+        listed = {info.get("provider") for info in agents}
+        for node in sorted(self.agents_elsewhere):
+            for info in self.agents_elsewhere[node]:
+                if info.get("provider") not in listed:
+                    listed.add(info.get("provider"))
+                    agents.append(info)
+        return agents
+
+    def agents_said_elsewhere(self, node: str, agents: list[dict[str, Any]] | None) -> None:
+        """The agents another node runs, as it told them (None: that node is gone)."""
+        if agents is None:
+            self.agents_elsewhere.pop(node, None)
+        else:
+            self.agents_elsewhere[node] = agents
+        self._agents_changed()
+
+    async def runs_agent_elsewhere(self, params: dict[str, Any]) -> Elsewhere | None:
+        """The live node a createSession's session is made on, where its agent is one this
+        node does not run and another does (the least loaded serving its folder); None where
+        this node runs it or none does (refused here, as one node alone refuses it)."""
+        provider = params.get("provider")
+        if not isinstance(provider, str) or provider in self.sessions.agents:
+            return None
+        if not any(
+            info.get("provider") == provider
+            for infos in self.agents_elsewhere.values()
+            for info in infos
+        ):
+            return None
+        folder = first_folder(params.get("workingDirectories"))
+        return await self.placement.place_new(None if folder is None else str(folder), provider)
+
+    def own_agents_info(self) -> list[dict[str, Any]]:
+        """The agents this node runs: each one's AgentInfo, with the people resource."""
         offered = self.agent_customizations
         return [
             {
@@ -446,6 +491,10 @@ class Host:
     def _agents_changed(self) -> None:
         """An agent learned what it offers (an ACP agent's models, at its first session): said
         to every client, so a model picker is not left empty."""
+        own = self.own_agents_info()
+        if own != self._agents_told:
+            self._agents_told = own
+            self.nodes.tell({"type": AGENTS, "agents": own})
         root = self._root
         agents = self.agents_info()
         if root is not None and root.state.get("agents") != agents:

@@ -101,6 +101,10 @@ class Router:
                 # A chat whose turns are not read yet is read before anything names it; a
                 # session whose node is gone is taken over here.
                 elsewhere = await self.host.wake(named)
+                if elsewhere is None and method == "createSession":
+                    # A session of an agent another node runs, and this one does not, is
+                    # made there.
+                    elsewhere = await self.host.runs_agent_elsewhere(params)
                 if elsewhere is not None:
                     # Another node runs it: watched here through a mirror that node feeds,
                     # and acted on there (other_nodes/).

@@ -461,11 +461,11 @@ async def test_a_terminal_one_node_runs_is_listed_watched_and_typed_into_from_an
 
 
 @contextmanager
-def third_node(nodes: dict[str, ServerProcess]) -> Iterator[ServerProcess]:
+def third_node(nodes: dict[str, ServerProcess], **env: str) -> Iterator[ServerProcess]:
     """A third node of the two's host, for as long as a test needs it (stopped cleanly)."""
     shared = {key: nodes["node-a"].env()[key] for key in ("DATABASE_URL", "AHPD_REDIS_PREFIX")}
     third = ServerProcess(
-        env_extra={**nodes["node-a"].env_extra, **shared, "AHPD_NODE_ID": "node-c"}
+        env_extra={**nodes["node-a"].env_extra, **shared, "AHPD_NODE_ID": "node-c", **env}
     ).start()
     try:
         yield third
@@ -529,6 +529,60 @@ async def test_three_nodes_are_one_host_every_client_seeing_one_session_alike(
                 await asyncio.sleep(0.1)
         status, _ = call(nodes["node-a"], "DELETE", at(made["uri"]), member)
         assert status == 204
+
+
+def providers(client) -> list[str]:
+    return [agent["provider"] for agent in client.tracked["ahp-root://"][0]["agents"]]
+
+
+async def test_an_agent_one_node_alone_runs_is_offered_on_every_node_and_run_there(
+    nodes, connect, workdir, tmp_path
+):
+    # node-c runs one more agent than the others, `other` (the same fake model, by another id).
+    config = json.loads(Path(nodes["node-a"].env_extra["AHPD_CONFIG"]).read_text())
+    [local] = config["agents"]
+    config["agents"].append({**local, "provider": "other", "displayName": "Other"})
+    path = tmp_path / f"agents-{uuid.uuid4().hex}.json"
+    path.write_text(json.dumps(config))
+    member = person(nodes["node-a"], "member")
+    client = await connect(nodes["node-a"].url, token=member)
+    await client.initialize()
+    assert providers(client) == ["local"]
+    with third_node(nodes, AHPD_CONFIG=str(path)) as third:
+        # Offered by node-a as node-c starts, and to a client that comes later.
+        await client.wait_for(lambda: providers(client) == ["local", "other"])
+        late = await connect(nodes["node-b"].url, token=member)
+        root = (await late.initialize())["snapshots"][0]["state"]
+        assert [agent["provider"] for agent in root["agents"]] == ["local", "other"]
+
+        # A session of it asked of node-a's socket is made, and run, on node-c.
+        uri = f"ahp-session:/{uuid.uuid4()}"
+        made = {"channel": uri, "provider": "other", "workingDirectories": [workdir.as_uri()]}
+        assert await client.request("createSession", made) is None
+        chat = (await client.request("subscribe", {"channel": uri}))["snapshot"]["state"][
+            "defaultChat"
+        ]
+        await client.request("subscribe", {"channel": chat})
+        await run_on(client, chat, "on the node that runs my agent")
+        await client.assert_conforms(chat)
+        for server in (nodes["node-a"], third):
+            assert detail(server, member, uri)["node"] == "node-c"
+        # One made over REST too, whichever node is asked.
+        status, rest = call(
+            nodes["node-b"],
+            "POST",
+            "sessions/",
+            member,
+            {"provider": "other", "workingDirectories": [workdir.as_uri()], "message": "hi"},
+        )
+        assert status == 201, rest
+        assert detail(nodes["node-b"], member, rest["uri"])["node"] == "node-c"
+    # node-c gone (its watchers here sent to reconnect), its agent is offered no more, and a
+    # session of it is refused as one node alone refuses an agent it does not run.
+    await late.wait_for(lambda: providers(late) == ["local"], timeout=20)
+    with pytest.raises(RpcError) as refused:
+        await late.request("createSession", {**made, "channel": f"ahp-session:/{uuid.uuid4()}"})
+    assert refused.value.code == -32002, refused.value
 
 
 async def reconnected(connect, server: ServerProcess, token: str, client_id: str, params: dict):

@@ -39,6 +39,9 @@ TERMINALS = "nodes.terminals"
 #: What a node tells the others: an automation it kept changed, or a run of it moved (the
 #: store has it now); each reads it back and says it (automations/catalogue.py).
 AUTOMATION = "nodes.automation"
+#: What a node tells the others: the agents it runs (their AgentInfo), as they move; root
+#: state's `agents` is every node's (Host.agents_info).
+AGENTS = "nodes.agents"
 #: What a node tells the others: a chat of its moved to a session another node runs (the
 #: nodes whose mirror of it it fed judge its later watchers by that session's owner).
 CHAT_MOVED = "nodes.chatMoved"
@@ -51,6 +54,7 @@ HEARD = frozenset(
         AUTOMATION,
         TERMINALS,
         CHAT_MOVED,
+        AGENTS,
         sessions_elsewhere.SESSION,
         sessions_elsewhere.HELLO,
         sessions_elsewhere.ROWS,
@@ -87,6 +91,10 @@ class OtherNodes:
         self._telling: asyncio.Task[None] | None = None
         #: The other nodes whose rows a start waits for (meet).
         self._rows_awaited: dict[str, asyncio.Future[None]] = {}
+        #: This node's agents (AgentInfo), for a node that starts, and who hears another
+        #: node's (None: that node is gone): the host's (Host.agents_info).
+        self.own_agents: Callable[[], list[dict[str, Any]]] = list
+        self.agents_said: Callable[[str, list[dict[str, Any]] | None], None] = lambda n, a: None
         #: Who hears what the others tell of a part of the engine this module does not know
         #: (the automations, which import the host): by kind.
         self._listeners: dict[str, Callable[[dict[str, Any]], Awaitable[None]]] = {}
@@ -152,7 +160,7 @@ class OtherNodes:
             return
         loop = asyncio.get_running_loop()
         self._rows_awaited = {node: loop.create_future() for node in others}
-        self.tell({"type": sessions_elsewhere.HELLO})
+        self.tell({"type": sessions_elsewhere.HELLO, "agents": self.own_agents()})
         try:
             await asyncio.wait_for(asyncio.gather(*self._rows_awaited.values()), timeout_s)
         except TimeoutError:
@@ -174,6 +182,7 @@ class OtherNodes:
             if message["method"] == "root/sessionRemoved":
                 self._mirrors.session_gone(owned.uri)
         elif kind == sessions_elsewhere.HELLO and self._relay is not None:
+            self.agents_said(node, list(message.get("agents") or []))
             rows = self._sessions.own_rows()
             await self._relay.send(
                 engine_channel(node),
@@ -183,8 +192,11 @@ class OtherNodes:
                     "rows": rows,
                     "active": self._sessions.active_here,
                     "terminals": _terminal_rows(self._terminals.own_rows()),
+                    "agents": self.own_agents(),
                 },
             )
+        elif kind == AGENTS:
+            self.agents_said(node, list(message["agents"]))
         elif kind == CHAT_MOVED:
             self._mirrors.moved(str(message["chat"]), owned_of(message["whose"]))
         elif kind == ACTIVE:
@@ -205,6 +217,7 @@ class OtherNodes:
             self._sessions.rows_elsewhere(node, message["rows"])
             self._sessions.active_said_elsewhere(node, int(message.get("active") or 0))
             self._terminals.said_elsewhere(node, _terminals_of(message.get("terminals") or []))
+            self.agents_said(node, list(message.get("agents") or []))
             waited = self._rows_awaited.get(node)
             if waited is not None and not waited.done():
                 waited.set_result(None)

@@ -38,7 +38,12 @@ log = logging.getLogger("ahpd.nodes")
 
 def client_of(conn: Connection) -> dict[str, Any]:
     """What the node that runs a channel is told of a client of this node acting on it."""
-    return {"clientId": conn.client_id, "version": conn.version_text, "name": conn.client_name}
+    return {
+        "clientId": conn.client_id,
+        "version": conn.version_text,
+        "name": conn.client_name,
+        "legacyChatUris": conn.legacy_vscode_chat_uris,
+    }
 
 
 @dataclass(slots=True)

@@ -52,6 +52,7 @@ def _as_here(principal: Principal, client: dict[str, Any]) -> Connection:
     conn.version = parse_version(conn.version_text)
     name = client.get("name")
     conn.client_name = name if isinstance(name, str) else None
+    conn.legacy_vscode_chat_uris = client.get("legacyChatUris") is True
     return conn
 
 
