@@ -15,6 +15,9 @@ host ask it. Anyone else is -32009 `Permission denied: <uri>`; an id nobody intr
 seed's -32603 (an id is the client's own choosing and names nobody, and `initialize` already
 says an id is taken, so telling "not here" from "not yours" gives nobody away).
 
+A client another node of the host holds (its socket is there) is asked by that node, over the
+relay, and its answer comes back the same way; that node judges the asker again.
+
 A watch over a client's files (resources/client_watches.py) is relayed: the client answers a
 channel of its own, this host subscribes to it on that client's connection, and the `action`
 envelopes the client sends on it are handed to the watch.
@@ -25,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -88,6 +91,9 @@ def to_client_uri(client_id: str, uri: str) -> str:
     )
 
 
+#: The relay's name for asking a client another node holds, on that node (services/calls.py).
+ASK_CLIENT = "ask_client"
+
 #: What takes the action envelopes a client sends on a channel this host subscribed to.
 Taker = Callable[[dict[str, Any]], None]
 
@@ -103,6 +109,11 @@ class ClientRequests:
         #: Each client's connection it introduced itself on last.
         self._latest: dict[str, Connection] = {}
         self._arrival_listeners: list[Callable[[Connection], None]] = []
+        #: Asks a client another node of the host holds, by that node: (node, who, uri,
+        #: method, params) -> its answer (Host._ask_on_node; None for one node alone).
+        self.ask_elsewhere: (
+            Callable[[str, str, str, str, dict[str, Any]], Awaitable[Any]] | None
+        ) = None
         self._gone_listeners: list[Callable[[Connection], None]] = []
 
     def knows(self, client_id: str) -> bool:
@@ -122,10 +133,22 @@ class ClientRequests:
             raise ProtocolError(ErrorCode.PERMISSION_DENIED, f"Permission denied: {uri}")
         return named[0]
 
-    async def ask(self, who: str, uri: str, method: str, params: dict[str, Any]) -> Any:
+    async def ask(
+        self, who: str, uri: str, method: str, params: dict[str, Any], *, here_only: bool = False
+    ) -> Any:
         """Ask the client `uri` names `method` with `params` (its URIs as it knows them), as
-        `who` (a principal's ref)."""
+        `who` (a principal's ref): on its connection here, or, where another node of the host
+        met it last and it has none here, by that node (`here_only`: asked by another node)."""
         client_id = self.permit(who, uri)
+        record = self._clients.get(client_id)
+        if (
+            not here_only
+            and self.ask_elsewhere is not None
+            and record is not None
+            and record.met_by
+            and self._find(client_id) is None
+        ):
+            return await self.ask_elsewhere(record.met_by, who, uri, method, params)
         conn = await self.connection(client_id)
         return await self.request(conn, method, params, uri)
 

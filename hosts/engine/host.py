@@ -33,7 +33,7 @@ from .changesets import Changesets
 from .changesets import git as changeset_git
 from .changesets.outside_git import OutsideGitCopies
 from .channel import Channel
-from .client_requests import ClientRequests
+from .client_requests import ASK_CLIENT, ClientRequests
 from .clients import Clients
 from .clock import now_ms
 from .connection import Connection
@@ -236,6 +236,7 @@ class Host:
             self.fanout,
             self.root_config_said_elsewhere,
         )
+        self.client_requests.ask_elsewhere = self._ask_on_node
         self.nodes.own_agents = self.own_agents_info
         self.nodes.agents_said = self.agents_said_elsewhere
         #: The agents each other node runs, as it told them (AgentInfo, by node), and what
@@ -401,6 +402,18 @@ class Host:
                 self.feeds.drop(inbox)
             else:
                 await self.fanout.close_one(conn, SERVICE_RESTART, reason)
+
+    async def _ask_on_node(
+        self, node: str, who: str, uri: str, method: str, params: dict[str, Any]
+    ) -> Any:
+        """Ask a client another node holds (client_requests.py), by that node, as `who`."""
+        assert self.relay is not None, "a client met by another node is asked over the relay"
+        return await self.relay.call(
+            engine_channel(node),
+            ASK_CLIENT,
+            Principal(who, ()),
+            {"uri": uri, "method": method, "params": params},
+        )
 
     def _watchers_of(self, session: str) -> set[Connection]:
         """The connections watching any of a session's channels (its terminals aside: they

@@ -585,6 +585,56 @@ async def test_an_agent_one_node_alone_runs_is_offered_on_every_node_and_run_the
     assert refused.value.code == -32002, refused.value
 
 
+async def test_a_clients_files_are_asked_of_it_by_the_node_its_socket_is_on(nodes, connect):
+    member = person(nodes["node-a"], "member")
+    laptop = await connect(
+        nodes["node-b"].url, token=member, client_id=f"laptop-{uuid.uuid4().hex[:6]}"
+    )
+    await laptop.initialize()
+    files = {"file:///home/me/notes.md": "kept on the laptop"}
+
+    async def serves(method: str, params: dict) -> dict:
+        if method == "resourceRead" and params["uri"] in files:
+            return {"data": files[params["uri"]], "encoding": "utf-8"}
+        raise RpcError({"code": -32008, "message": f"Resource not found: {params['uri']}"})
+
+    laptop.serves = serves
+    on_laptop = f"vscode-agent-client://{laptop.client_id}/file/-"
+    # The same person's window on the other node: asked of the laptop by node-b, once node-a
+    # was told of the laptop.
+    window = await connect(nodes["node-a"].url, token=member)
+    await window.initialize()
+    read = {"channel": "ahp-root://", "uri": f"{on_laptop}/home/me/notes.md"}
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            answer = await window.request("resourceRead", read)
+            break
+        except RpcError as error:
+            assert error.code == -32603 and time.monotonic() < deadline, error
+            await asyncio.sleep(0.1)
+    assert answer == {"data": "kept on the laptop", "encoding": "utf-8"}
+    assert laptop.asked[-1] == (
+        "resourceRead",
+        {"channel": "ahp-root://", "uri": "file:///home/me/notes.md"},
+    )
+    # The laptop's refusal comes back as it gave it.
+    with pytest.raises(RpcError) as missing:
+        await window.request("resourceRead", {**read, "uri": f"{on_laptop}/home/me/none"})
+    assert (missing.value.code, missing.value.message) == (
+        -32008,
+        "Resource not found: file:///home/me/none",
+    )
+    # Another person is refused, and the laptop never asked.
+    asked = len(laptop.asked)
+    stranger = await connect(nodes["node-a"].url, token=person(nodes["node-a"], "member"))
+    await stranger.initialize()
+    with pytest.raises(RpcError) as denied:
+        await stranger.request("resourceRead", read)
+    assert denied.value.code == -32009, denied.value
+    assert len(laptop.asked) == asked
+
+
 async def reconnected(connect, server: ServerProcess, token: str, client_id: str, params: dict):
     """A reconnect to `server` of a client another node met, once it has been told of it: the
     client, and the reconnect's answer."""

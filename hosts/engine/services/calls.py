@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..client_requests import ASK_CLIENT
 from ..host import Host
 from ..other_nodes.piped_clients import OPEN_SERVICE
 from ..principal import Principal
@@ -25,7 +26,7 @@ from .automations import (
 )
 from .caller import Caller
 from .chat_moves import do_take_chat
-from .node_feeds import do_feed_channel, do_open_pipe, do_stop_feed
+from .node_feeds import do_ask_client, do_feed_channel, do_open_pipe, do_stop_feed
 from .policies import do_create_checked_session
 from .sessions import Created, do_dispose_session
 from .turns import do_cancel_session, do_send_to_session
@@ -60,6 +61,8 @@ SERVICES: dict[str, Service] = {
     "stop_feed": Service(do_stop_feed, None),
     # Another node whose socket's client this node met last (other_nodes/piped_clients.py).
     OPEN_SERVICE: Service(do_open_pipe, None),
+    # Another node whose client asked about the files of a client connected here.
+    ASK_CLIENT: Service(do_ask_client, None),
 }
 
 

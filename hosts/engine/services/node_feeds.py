@@ -1,6 +1,7 @@
-"""Feeding another node's mirror of a channel this node runs, and holding the connection of a
-client another node's socket pipes here (other_nodes/): asked over the relay by the node whose
-client subscribed (or reconnected), as that client's person."""
+"""Feeding another node's mirror of a channel this node runs, holding the connection of a
+client another node's socket pipes here, and asking a client whose socket is here what a
+client of another node asked of it (other_nodes/): asked over the relay by the other node, as
+its client's person."""
 
 from __future__ import annotations
 
@@ -52,3 +53,11 @@ def do_open_pipe(
     on (other_nodes/piped_clients.py), its reconnect `text` the first."""
     host.pipes.take(caller.principal, pipe, inbox, peer, text)
     return {}
+
+
+async def do_ask_client(
+    host: Host, caller: Caller, *, uri: str, method: str, params: dict[str, Any]
+) -> Any:
+    """Ask the client `uri` names, connected here, what a client of another node asked of it
+    (client_requests.py), the caller judged here as there."""
+    return await host.client_requests.ask(caller.principal.ref, uri, method, params, here_only=True)
