@@ -429,7 +429,8 @@ class Host:
 
     def agents_info(self) -> list[dict[str, Any]]:
         """Root state's `agents`: the host's, this node's and then each other node's that this
-        one does not run (a session of one is made where it runs: services/calls.py)."""
+        one does not run (a session of one is made where it runs: runs_agent_elsewhere, and
+        services/calls.py for REST)."""
         agents = self.own_agents_info()
         listed = {info.get("provider") for info in agents}
         for node in sorted(self.agents_elsewhere):
@@ -502,8 +503,9 @@ class Host:
         await self.mcp_servers.registry_changed()
 
     def _agents_changed(self) -> None:
-        """An agent learned what it offers (an ACP agent's models, at its first session): said
-        to every client, so a model picker is not left empty."""
+        """What the agents offer moved (an ACP agent's models, learned at its first session;
+        another node's agents): this node's told to the other nodes where they moved, and the
+        host's said to every client, so a model picker is not left empty."""
         own = self.own_agents_info()
         if own != self._agents_told:
             self._agents_told = own
