@@ -461,8 +461,9 @@ class Host:
             for info in infos
         ):
             return None
-        folder = first_folder(params.get("workingDirectories"))
-        return await self.placement.place_new(None if folder is None else str(folder), provider)
+        return await self.placement.place_new(
+            first_folder(params.get("workingDirectories")), provider
+        )
 
     def own_agents_info(self) -> list[dict[str, Any]]:
         """The agents this node runs: each one's AgentInfo, with the people resource."""

@@ -11,6 +11,7 @@ channel layer (hosts/edge/relay.py).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 from .principal import Principal
@@ -43,9 +44,9 @@ class Placement(Protocol):
         runs it."""
         ...
 
-    async def place_new(self, folder: str | None, provider: str | None) -> Elsewhere | None:
-        """The node a new session of agent `provider` working in `folder` is made on; None for
-        this one."""
+    async def place_new(self, folder: Path | None, provider: object) -> Elsewhere | None:
+        """The node a new session of agent `provider` working in `folder` (its first, as
+        asked: a provider that is no string names none) is made on; None for this one."""
         ...
 
     async def held(self) -> set[str]:
@@ -119,7 +120,7 @@ class HereOnly:
     async def find(self, uri: str) -> Found:
         return Found(None)
 
-    async def place_new(self, folder: str | None, provider: str | None) -> Elsewhere | None:
+    async def place_new(self, folder: Path | None, provider: object) -> Elsewhere | None:
         return None
 
     async def held(self) -> set[str]:
@@ -145,10 +146,11 @@ class NodePlacement:
             return Found(session)
         return Found(session, self._elsewhere(*holder))
 
-    async def place_new(self, folder: str | None, provider: str | None) -> Elsewhere | None:
-        if folder is None and provider is None:
+    async def place_new(self, folder: Path | None, provider: object) -> Elsewhere | None:
+        agent = provider if isinstance(provider, str) else None
+        if folder is None and agent is None:
             return None
-        node_id, address = await self._nodes.place(folder, provider)
+        node_id, address = await self._nodes.place(None if folder is None else str(folder), agent)
         return None if node_id == self.node_id else self._elsewhere(node_id, address)
 
     async def held(self) -> set[str]:

@@ -9,6 +9,7 @@ import asyncio
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -36,7 +37,7 @@ class TwoNodes:
     async def find(self, uri: str) -> Found:
         return Found(None)
 
-    async def place_new(self, folder: str | None, provider: str | None) -> Elsewhere | None:
+    async def place_new(self, folder: Path | None, provider: object) -> Elsewhere | None:
         return None
 
     async def held(self) -> set[str]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from pathlib import Path
 
 import pytest
 from channels.layers import get_channel_layer
@@ -34,7 +35,7 @@ class ElsewhereFor:
     async def find(self, uri: str) -> Found:
         return Found(uri, Elsewhere("holder", self.engine, ""))
 
-    async def place_new(self, folder: str | None, provider: str | None) -> Elsewhere | None:
+    async def place_new(self, folder: Path | None, provider: object) -> Elsewhere | None:
         return Elsewhere("holder", self.engine, "")
 
     async def held(self) -> set[str]:

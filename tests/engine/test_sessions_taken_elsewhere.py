@@ -5,6 +5,7 @@ reconnect (1012), to be served by the node that runs it now; a watcher of nothin
 from __future__ import annotations
 
 import uuid
+from pathlib import Path
 
 from hosts.engine.host import Host, HostSettings
 from hosts.engine.placement import Elsewhere, Found
@@ -21,7 +22,7 @@ class AllTaken:
     async def find(self, uri: str) -> Found:
         return Found(None)
 
-    async def place_new(self, folder: str | None, provider: str | None) -> Elsewhere | None:
+    async def place_new(self, folder: Path | None, provider: object) -> Elsewhere | None:
         return None
 
     async def held(self) -> set[str]:

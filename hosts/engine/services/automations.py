@@ -219,10 +219,8 @@ async def _placed(host: Host, automations: Automations, uri: str) -> Elsewhere |
         return None
     record = automations.records.get(uri)
     template = (record or {}).get("definition", {}).get("session") or {}
-    folder = first_folder(template.get("workingDirectories"))
-    provider = template.get("provider")
     return await host.placement.place_new(
-        None if folder is None else str(folder), provider if isinstance(provider, str) else None
+        first_folder(template.get("workingDirectories")), template.get("provider")
     )
 
 

@@ -79,7 +79,9 @@ async def perform(
     elsewhere = (
         await host.elsewhere(uri)
         if isinstance(uri, str)
-        else await host.placement.place_new(_folder_asked(args), _provider_asked(args))
+        else await host.placement.place_new(
+            first_folder(args.get("directories")), args.get("provider")
+        )
         if name == "create_session" and not relayed
         else None
     )
@@ -104,15 +106,3 @@ async def perform(
     # as long as a turn streams (its progress is written behind as it goes).
     await host.writes.flush()
     return result.to_json() if isinstance(result, Created) else result
-
-
-def _folder_asked(args: dict[str, Any]) -> str | None:
-    """The folder a new session asked for works in, as a path (None: none named yet)."""
-    folder = first_folder(args.get("directories"))
-    return None if folder is None else str(folder)
-
-
-def _provider_asked(args: dict[str, Any]) -> str | None:
-    """The agent a new session asked for (None: none named yet)."""
-    provider = args.get("provider")
-    return provider if isinstance(provider, str) else None

@@ -179,10 +179,7 @@ async def do_take_chat(
     if not host.sessions.moves_enabled():
         raise refused("disabled", "Moving chats is not enabled.")
     _check_archived(target)
-    if target.record.provider != provider:
-        raise refused(
-            "differentProvider", f"The destination runs {target.record.provider}, not {provider}."
-        )
+    _check_provider(target, provider)
     _check_anchor(target, uri, after)
     if uri in host.sessions.chats or uri in host.sessions.dormant:
         raise refused("notMovable", f"{uri} is a chat of this node already")
@@ -223,10 +220,13 @@ def _check_archived(session: LiveSession) -> None:
 def _check_between(source: LiveSession, target: LiveSession) -> None:
     _check_source_session(source)
     _check_archived(target)
-    if target.record.provider != source.record.provider:
+    _check_provider(target, source.record.provider)
+
+
+def _check_provider(target: LiveSession, provider: str) -> None:
+    if target.record.provider != provider:
         raise refused(
-            "differentProvider",
-            f"The destination runs {target.record.provider}, not {source.record.provider}.",
+            "differentProvider", f"The destination runs {target.record.provider}, not {provider}."
         )
 
 
